@@ -3,12 +3,13 @@
     python benchmarks/retriever_pipeline.py [--config configs/retriever/small.yaml] [--run-dir DIR]
     python benchmarks/retriever_pipeline.py --strategy novel_premises   # models for novel_premises/test
 
-Stages run as `prover retriever ...` subprocesses in waves, two at a time, each on ONE CPU
-thread, so "45 minutes of training" means 45 CPU-minutes for every row alike:
-  1. pretrain (MLM, shared by CFR and CAR)  |  train-reprover
-  2. train-cfr (fine-grained)               |  train-cfr cfr.similarity=conventional
-  3. train-car (hard negatives from CFR)
-  4. benchmarks/retrieval.py with configs/retrieval/benchmark_neural.yaml
+Stages run as `prover retriever ...` subprocesses, at most `--jobs` at a time (default 2, one
+per core), each on ONE CPU thread, so "45 minutes of training" means 45 CPU-minutes for every
+row alike. A stage starts as soon as the stages it needs have finished:
+  pretrain (MLM, shared by CFR and CAR) -> train-cfr (fine-grained) -> train-car (hard negatives from CFR)
+  pretrain -> train-cfr cfr.similarity=conventional
+  train-reprover (needs nothing)
+and then benchmarks/retrieval.py with configs/retrieval/benchmark_neural.yaml scores them all.
 Every stage resumes from its checkpoint, and a finished one returns at once, so after an
 interruption the same command carries on where it stopped. Each split strategy gets its own
 models, trained on its own train split (novel_premises/test theorems are in random/train, so
@@ -28,30 +29,43 @@ from prover.utils.logs import setup_logging
 
 log = logging.getLogger("pipeline")
 
-WAVES = [
-    [["pretrain"], ["train-reprover"]],
-    [["train-cfr"], ["train-cfr", "cfr.similarity=conventional"]],
-    [["train-car"]],
-]
+# name -> (arguments of `prover retriever`, stages it needs). Listed in start priority: the
+# pretrain -> cfr -> car chain is the longest, so it goes first.
+STAGES: dict[str, tuple[list[str], list[str]]] = {
+    "pretrain": (["pretrain"], []),
+    "train-cfr": (["train-cfr"], ["pretrain"]),
+    "train-car": (["train-car"], ["train-cfr"]),
+    "train-reprover": (["train-reprover"], []),
+    "train-cfr-conventional": (["train-cfr", "cfr.similarity=conventional"], ["pretrain"]),
+}
 
 
-def run_wave(wave: list[list[str]], config: str, run_dir: str, logs: Path, strategy: str) -> None:
+def run_stages(config: str, run_dir: str, logs: Path, strategy: str, jobs: int) -> None:
+    """Run STAGES as subprocesses, `jobs` at a time, each once its prerequisites succeeded."""
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-    procs = []
-    for stage in wave:
-        name = "-".join([stage[0]] + [s.split("=")[-1] for s in stage[1:]])
-        cmd = ["prover", "retriever", stage[0], "--config", config, f"run_dir={run_dir}",
-               f"train_split={strategy}/train", f"val_split={strategy}/val", *stage[1:]]
-        log.info("start %s: %s (log: %s)", name, " ".join(cmd), logs / f"{name}.log")
-        out = open(logs / f"{name}.log", "a")
-        procs.append((name, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out))
-    failed = []
-    for name, p, out in procs:
-        rc = p.wait()
-        out.close()
-        log.info("%s finished with exit code %d", name, rc)
-        if rc != 0:
-            failed.append(name)
+    pending, running, done, failed = list(STAGES), {}, set(), []
+    while pending or running:
+        for name in list(pending):
+            args, needs = STAGES[name]
+            if any(n in failed for n in needs):
+                pending.remove(name)
+                failed.append(name)
+                log.error("%s skipped: it needs %s", name, ", ".join(needs))
+            elif len(running) < jobs and all(n in done for n in needs):
+                cmd = ["prover", "retriever", args[0], "--config", config, f"run_dir={run_dir}",
+                       f"train_split={strategy}/train", f"val_split={strategy}/val", *args[1:]]
+                log.info("start %s: %s (log: %s)", name, " ".join(cmd), logs / f"{name}.log")
+                out = open(logs / f"{name}.log", "a")
+                running[name] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out)
+                pending.remove(name)
+        time.sleep(2)
+        for name, (p, out) in list(running.items()):
+            if p.poll() is None:
+                continue
+            out.close()
+            del running[name]
+            log.info("%s finished with exit code %d", name, p.returncode)
+            (done.add(name) if p.returncode == 0 else failed.append(name))
     if failed:
         raise SystemExit(f"stage(s) failed: {', '.join(failed)}; see their logs in {logs}")
 
@@ -64,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="default: $PROVER_RUNS/retriever-small (random) or retriever-small-<strategy>")
     p.add_argument("--benchmark-config", default="configs/retrieval/benchmark_neural.yaml")
     p.add_argument("--skip-training", action="store_true")
+    p.add_argument("--jobs", type=int, default=2, help="stages run at once (one CPU thread each)")
     args = p.parse_args(argv)
     if args.run_dir is None:
         suffix = "" if args.strategy == "random" else f"-{args.strategy}"
@@ -73,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     if not args.skip_training:
-        for wave in WAVES:
-            run_wave(wave, args.config, args.run_dir, logs, args.strategy)
+        run_stages(args.config, args.run_dir, logs, args.strategy, args.jobs)
     cmd = [sys.executable, "benchmarks/retrieval.py", "--config", args.benchmark_config,
            f"data.split={args.strategy}/test", f"retriever.run_dir={args.run_dir}"]
     log.info("benchmark: %s", " ".join(cmd))

@@ -78,6 +78,9 @@ class CARConfig:
     # Of the `negatives`, how many are drawn uniformly from accessible premises instead of the
     # first stage's top k: a small model given only hard negatives stays at chance loss.
     random_negatives: int = 0
+    # A fixed random subset of the training pairs (None: all). Mining CFR's top-100 costs an
+    # index search per pair, wasted on pairs a CPU budget never reaches.
+    max_train_pairs: int | None = None
     batch_size: int = 2
     grad_accum: int = 8
     max_len: int = 1024

@@ -221,12 +221,13 @@ def validate(scorer: CARScorer, first_stage: Retriever, queries: Sequence[Premis
     return evaluate(rr, queries, ks=(1, 5, 10), rankings_k=10).metrics
 
 
-def _val_subset(queries: list[PremiseQuery], n: int, seed: int) -> list[PremiseQuery]:
-    """A fixed random subset: the first n queries of a split often come from a few files."""
-    if n <= 0 or n >= len(queries):
-        return queries
-    keep = np.sort(np.random.default_rng(seed).permutation(len(queries))[:n])
-    return [queries[i] for i in keep]
+def _subset(items: list, n: int | None, seed: int) -> list:
+    """A fixed random subset, in the original order: the first n items of a split often come
+    from a few files."""
+    if n is None or n <= 0 or n >= len(items):
+        return items
+    keep = np.sort(np.random.default_rng(seed).permutation(len(items))[:n])
+    return [items[i] for i in keep]
 
 
 def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = None) -> Path:
@@ -244,8 +245,11 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
 
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     pairs, pair_stats = state_premise_pairs(ds.theorems(cfg.train_split), corpus, ds.skips)
+    if c.max_train_pairs is not None and c.max_train_pairs < len(pairs):
+        log.info("CAR: training on a fixed random %d of %d pairs (car.max_train_pairs)", c.max_train_pairs, len(pairs))
+        pairs = _subset(pairs, c.max_train_pairs, cfg.seed)
     val, _ = premise_queries(ds.theorems(cfg.val_split), corpus, ds.skips)
-    val = _val_subset(val, c.eval_queries, cfg.seed)
+    val = _subset(val, c.eval_queries, cfg.seed)
     hard = mine_hard_negatives(first_stage, pairs, corpus, c.hard_negatives_k,
                                run.path / "hard_negatives.jsonl")
     data = CARData(pairs, hard, corpus, c.negatives, cfg.seed, c.random_negatives)
@@ -274,14 +278,16 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
         return run.model_dir
     budget = Budget(progress, c.max_minutes)
     if "first_stage_val" not in progress.extra:
-        progress.extra["first_stage_val"] = (evaluate(first_stage, val, ks=(1, 5, 10)).metrics
-                                             if val else {})
+        with budget.excluded():
+            progress.extra["first_stage_val"] = (evaluate(first_stage, val, ks=(1, 5, 10)).metrics
+                                                 if val else {})
         run.log(step=0, first_stage=first_stage.name,
                 **{f"val_{m}": v for m, v in progress.extra["first_stage_val"].items()})
 
     def check() -> None:
         """Validate; keep the model if its R@5 is the best so far (or there is no validation)."""
-        metrics = validate(scorer, first_stage, val, c.k1, c.k2)
+        with budget.excluded():  # not training: the budget counts training steps only
+            metrics = validate(scorer, first_stage, val, c.k1, c.k2)
         run.log(step=progress.step, epoch=progress.epoch, **{f"val_{m}": v for m, v in metrics.items()})
         r5 = metrics.get("R@5")
         log.info("step %d: val R@5 %s (first stage %s, best %s)", progress.step, r5,

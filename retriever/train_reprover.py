@@ -100,7 +100,8 @@ def train_reprover(cfg: Any) -> dict:
     n_batches = max(1, len(examples) // rc.batch_size)  # drop the last partial batch, as ReProver
 
     def checkpoint_and_validate() -> None:
-        r10 = validate(encoder, corpus, val_q, rc)
+        with budget.excluded():  # validation re-encodes the whole corpus: not training
+            r10 = validate(encoder, corpus, val_q, rc)
         evals = progress.extra.setdefault("evaluations", [])
         evals.append({"step": progress.step, "epoch": progress.epoch, "R@10": r10})
         improved = progress.best_metric is None or r10 > progress.best_metric

@@ -9,13 +9,14 @@ minutes however often a run was interrupted.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,19 @@ class Budget:
     def exhausted(self) -> bool:
         self.tick()
         return self.max_seconds is not None and self.used >= self.max_seconds
+
+    @contextlib.contextmanager
+    def excluded(self) -> Iterator[None]:
+        """Time spent inside is not training (validation passes over the whole corpus): the
+        budget does not count it, `progress.extra["excluded_seconds"]` records it."""
+        self.tick()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            extra = self.progress.extra
+            extra["excluded_seconds"] = round(extra.get("excluded_seconds", 0.0) + time.perf_counter() - t0, 1)
+            self._since, self._cpu_since = time.perf_counter(), time.process_time()
 
 
 class RunDir:
