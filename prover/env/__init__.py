@@ -1,0 +1,27 @@
+"""Proof environments: one theorem at a time, a tactic in, a result out.
+
+`base` holds the result types and the `ProofEnv` interface; `leandojo_env` runs tactics in
+Lean through LeanDojo; `replay` simulates Lean from traced proofs (never a pass@1 number).
+"""
+from prover.env.base import (
+    ENV_LEANDOJO,
+    ENV_REPLAY,
+    EnvCrash,
+    EnvFailure,
+    EnvInitError,
+    GivenUp,
+    ProofEnv,
+    ProofFinished,
+    State,
+    TacticError,
+    TacticResult,
+    Timeout,
+    contains_sorry,
+    normalize_ws,
+)
+
+__all__ = [
+    "ENV_LEANDOJO", "ENV_REPLAY", "EnvCrash", "EnvFailure", "EnvInitError", "GivenUp",
+    "ProofEnv", "ProofFinished", "State", "TacticError", "TacticResult", "Timeout",
+    "contains_sorry", "normalize_ws",
+]
