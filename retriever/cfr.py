@@ -33,7 +33,7 @@ from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
 from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
-from retriever.training import pick_device
+from prover.utils.training import pick_device
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ Layout under `run_dir`:
 
     tokenizer/                  shared by every stage of the experiment
     pretrain/tokens.pt          token ids, tokenized once (a resumed run does not re-tokenize)
-    pretrain/checkpoint/        resumable state (see retriever.training.RunDir)
+    pretrain/checkpoint/        resumable state (see prover.utils.training.RunDir)
     pretrain/train_log.jsonl    train rows (step, loss, lr, tokens_per_s), eval rows (eval_loss)
     pretrain/model/             BertForMaskedLM + tokenizer, both `from_pretrained`-loadable
     pretrain/summary.json
@@ -42,7 +42,7 @@ from prover.data.state import NO_GOALS
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
 from retriever.tokenizer import load_tokenizer, train_tokenizer
-from retriever.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
 
 log = logging.getLogger(__name__)
 

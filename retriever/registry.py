@@ -69,7 +69,7 @@ def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
 
 def _cfr_car(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.car import RerankRetriever
-    from retriever.training import pick_device
+    from prover.utils.training import pick_device
     tc = training_config(cfg)
     car = _model_dir(Path(tc.run_dir) / "car" / "model", "CAR", "train-car")
     return RerankRetriever.load(_cfr("fine")(corpus, tc), car, pick_device(tc.device), tc.car.k1, tc.car.k2)

@@ -32,7 +32,7 @@ from prover.data.corpus import Corpus
 from prover.data.premise import Premise
 from retriever.base import ScoringRetriever
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
-from retriever.training import pick_device, save_dir_atomically
+from prover.utils.training import pick_device, save_dir_atomically
 
 log = logging.getLogger(__name__)
 

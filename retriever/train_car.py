@@ -38,7 +38,7 @@ from prover.utils.runinfo import git_commit
 from retriever.base import Retriever, TheoremContext
 from retriever.car import CARScorer, RerankRetriever, car_loss
 from retriever.evaluate import evaluate
-from retriever.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from retriever.cfr import CFREncoder, CFRRetriever
 from retriever.evaluate import evaluate
 from retriever.settings import CFRConfig
 from retriever.text import format_state
-from retriever.training import (Budget, Progress, RunDir, epoch_order, pick_device, save_dir_atomically,
+from prover.utils.training import (Budget, Progress, RunDir, epoch_order, pick_device, save_dir_atomically,
                                 set_seed)
 
 log = logging.getLogger(__name__)

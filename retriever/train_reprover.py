@@ -30,7 +30,7 @@ from retriever.evaluate import evaluate
 from retriever.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
                                 sample_negatives, similarity_loss)
 from retriever.settings import ReProverConfig
-from retriever.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
 
 log = logging.getLogger(__name__)
 

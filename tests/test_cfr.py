@@ -34,7 +34,7 @@ from retriever.settings import CFRConfig, RetrieverTrainConfig
 from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
 from retriever.tokenizer import train_tokenizer
 from retriever.train_cfr import cfr_run_dir, info_nce, init_path, make_batch, train_cfr
-from retriever.training import Budget
+from prover.utils.training import Budget
 
 
 def save_standin(texts: list[str], out: Path, seed: int = 0) -> Path:

@@ -19,7 +19,7 @@ from retriever.pretrain import (MLMBatches, build_model, corpus_texts, epoch_bat
                                 mlm_eval_loss, mlm_loss, pretrain, split_eval, tokenized_corpus)
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
-from retriever.training import set_seed
+from prover.utils.training import set_seed
 
 MAX_STEPS = 40
 SHRINK = ["device=cpu", "tokenizer.vocab_size=1000", "encoder.hidden_size=64",
