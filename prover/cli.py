@@ -67,6 +67,22 @@ def _cmd_train_reprover(args: argparse.Namespace) -> int:
     return run_train_reprover(args.config, args.overrides)
 
 
+def _cmd_generator_build_data(args: argparse.Namespace) -> int:
+    from prover.commands.generator import run_build_data
+    return run_build_data(args.config, args.overrides, args.split, args.force)
+
+
+def _cmd_generator_train(args: argparse.Namespace) -> int:
+    from prover.commands.generator import run_train
+    return run_train(args.config, args.overrides)
+
+
+def _cmd_generator_suggest(args: argparse.Namespace) -> int:
+    from prover.commands.generator import run_suggest
+    return run_suggest(args.model, args.state, args.num, args.method, args.retriever, args.k,
+                       args.data, args.retriever_models, args.max_bytes)
+
+
 def _config_command(sub, name: str, help: str, func) -> argparse.ArgumentParser:
     """A subcommand that takes `--config FILE` and `key=value` overrides."""
     cmd = sub.add_parser(name, help=help)
@@ -129,6 +145,26 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--out", default=None, help="index folder (default: <run_dir>/cfr/index)")
     _config_command(retr, "train-reprover", "train the ReProver-style ByT5 retriever baseline",
                     _cmd_train_reprover)
+
+    gen = sub.add_parser("generator", help="tactic generator").add_subparsers(
+        dest="generator_command", required=True, metavar="ACTION")
+    bd = _config_command(gen, "build-data", "write premise-augmented (input, tactic) pairs and their statistics",
+                         _cmd_generator_build_data)
+    bd.add_argument("--split", action="append", help="split to build (repeatable; default: train and val)")
+    bd.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train)
+    sg = gen.add_parser("suggest", help="print tactic suggestions for a proof state")
+    sg.add_argument("--model", required=True, help="trained generator folder (…/generator/model)")
+    sg.add_argument("--state", required=True, help="file holding the proof state")
+    sg.add_argument("-n", "--num", type=int, default=8, help="suggestions (beams or samples)")
+    sg.add_argument("--method", choices=["beam", "sampling"], default="beam")
+    sg.add_argument("--retriever", default=None, help="retrieve premises first (bm25, cfr, cfr+car, ...)")
+    sg.add_argument("--k", type=int, default=10, help="premises to retrieve")
+    sg.add_argument("--data", default=None, help="dataset folder whose corpus the retriever searches")
+    sg.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
+    sg.add_argument("--max-bytes", type=int, default=None,
+                    help="input byte budget, premises + state (default: the model's)")
+    sg.set_defaults(func=_cmd_generator_suggest)
     return p
 
 

@@ -1,0 +1,1 @@
+"""ByT5 tactic generator: premise-augmented training data, model, training and generation."""

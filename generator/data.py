@@ -1,0 +1,87 @@
+"""`prover generator build-data`: write the augmented (input, tactic) pairs of a split.
+
+Each split becomes `<run_dir>/data/<strategy>-<split>.jsonl.gz` (one example per line: the
+premises by name with their positive flags, the formatted input, the tactic) beside a
+`.stats.json` with the pair count, the positive/negative mix and the input-length
+distribution. Training reads these files; a file written under another config or seed is
+rebuilt, never silently reused.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from prover.data.corpus import Corpus
+from prover.data.dataset import Dataset
+from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
+from generator.augment import augment_examples
+from generator.inputs import format_input
+
+log = logging.getLogger(__name__)
+
+
+def _fingerprint(cfg: Any, split: str) -> str:
+    key = {"data": OmegaConf.to_container(cfg.data, resolve=True), "split": split, "seed": cfg.seed,
+           "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def data_path(cfg: Any, split: str) -> Path:
+    return Path(cfg.run_dir) / "data" / (split.replace("/", "-") + ".jsonl.gz")
+
+
+def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus | None = None,
+                force: bool = False) -> tuple[Path, dict]:
+    """Write (or find up to date) the augmented examples of `split`; return the file and its stats."""
+    path = data_path(cfg, split)
+    stats_path = path.with_name(path.name.removesuffix(".jsonl.gz") + ".stats.json")
+    fp = _fingerprint(cfg, split)
+    if not force and path.exists() and stats_path.exists():
+        stats = load_json(stats_path)
+        if stats.get("fingerprint") == fp:
+            log.info("%s: %d examples already built in %s", split, stats["examples"], path)
+            return path, stats
+        log.info("%s: config changed since %s was built; rebuilding", split, path)
+    ds = ds or Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    corpus = corpus or ds.corpus()
+    examples, st = augment_examples(ds.theorems(split), corpus, cfg.augment, cfg.seed,
+                                    cfg.input.max_bytes, ds.skips)
+    rows = []
+    for ex in examples:
+        row = ex.to_json(corpus)
+        row["input"] = format_input(ex.state, [corpus.premises[i] for i in ex.premises], cfg.input.max_bytes)[0]
+        rows.append(row)
+    write_jsonl(path, rows)
+    stats = {"split": split, "fingerprint": fp, **st.as_dict(), "skips": ds.skips.as_dict()}
+    write_json(stats_path, stats)
+    log.info("%s: %d examples (%d with positives) -> %s", split, st.examples, st.with_positives, path)
+    return path, stats
+
+
+def load_pairs(path: str | Path) -> tuple[list[str], list[str]]:
+    """(inputs, tactics) of a built data file."""
+    inputs, tactics = [], []
+    for _, row in iter_jsonl(path):
+        inputs.append(row["input"])
+        tactics.append(row["tactic"])
+    return inputs, tactics
+
+
+def format_stats(stats: dict) -> str:
+    b = stats["input_bytes"]
+    neg = stats["negatives_same_module"] + stats["negatives_other_module"]
+    return "\n".join([
+        f"{stats['split']}: {stats['examples']} pairs from {stats['tactics']} tactics "
+        f"({stats['with_positives']} with known premises, {stats['without_premises']} with none shown)",
+        f"  positives per example: {stats['positives_per_example']}",
+        f"  negatives: {neg} ({stats['negatives_same_module']} same module, "
+        f"{stats['negatives_other_module']} other modules; {stats['same_module_shortfall']} same-module "
+        f"slots filled from other modules)",
+        f"  input bytes: mean {b['mean']}, p50 {b['p50']}, p90 {b['p90']}, p99 {b['p99']}, max {b['max']}; "
+        f"{stats['truncated_examples']} examples lost {stats['premises_dropped']} premises to the budget",
+    ])

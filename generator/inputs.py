@@ -1,0 +1,34 @@
+"""The generator's input text: premises one per line, best first, then the proof state.
+
+Premises use the retriever's `<VAR> args <GOAL> goal` form, prefixed by the premise's name
+so a tactic can cite it. The byte budget keeps the state whole and drops premises from the
+end of the list (the lowest-ranked) until the rest fit.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prover.data.premise import Premise
+
+
+def premise_line(p: Premise) -> str:
+    # One premise per line: newlines inside a signature would split it into two "premises".
+    return " ".join(f"{p.full_name} {p.render()}".split())
+
+
+def n_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def format_input(state: str, premises: Sequence[Premise], max_bytes: int) -> tuple[str, int]:
+    """The model input and how many of `premises` (a prefix of them) it holds."""
+    budget = max_bytes - n_bytes(state)
+    lines: list[str] = []
+    for p in premises:
+        line = premise_line(p) + "\n"
+        cost = n_bytes(line)
+        if cost > budget:
+            break  # the lowest-ranked go first: never skip one to fit a later, worse one
+        lines.append(line)
+        budget -= cost
+    return "".join(lines) + state, len(lines)

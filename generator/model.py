@@ -1,0 +1,152 @@
+"""The tactic generator: a T5 encoder-decoder over UTF-8 bytes (ByT5's vocabulary).
+
+`generate` takes many states at once and returns, per state, distinct tactics with their
+log-probabilities (sum over the tactic's bytes), best first.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
+
+from generator.settings import InputConfig, ModelConfig
+
+log = logging.getLogger(__name__)
+
+INPUT_CONFIG = "input_config.json"  # beside config.json: the byte budgets the model expects
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    tactic: str
+    logprob: float
+
+
+def byte_tokenizer() -> ByT5Tokenizer:
+    # ByT5's vocabulary is the 256 bytes plus specials: nothing to download. Left truncation:
+    # an over-long input loses its lowest-ranked premises, then the state's first hypotheses,
+    # never the goal at the end.
+    return ByT5Tokenizer(truncation_side="left")
+
+
+def fresh_model(cfg: ModelConfig) -> T5ForConditionalGeneration:
+    tok = byte_tokenizer()
+    config = T5Config(vocab_size=len(tok), d_model=cfg.d_model, d_ff=cfg.d_ff, num_layers=cfg.num_layers,
+                      num_decoder_layers=cfg.num_decoder_layers, num_heads=cfg.num_heads, d_kv=cfg.d_kv,
+                      dropout_rate=cfg.dropout, feed_forward_proj="gated-gelu",
+                      # Tied: T5 then scales the decoder output by d_model^-0.5, so a fresh model
+                      # starts near uniform over bytes (untied, its first loss is ~5x ln 384).
+                      tie_word_embeddings=True,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                      decoder_start_token_id=tok.pad_token_id)
+    return T5ForConditionalGeneration(config)
+
+
+class TacticGenerator:
+    def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
+                 device: str | torch.device = "cpu") -> None:
+        self.model = model.to(device)
+        self.tokenizer = byte_tokenizer()
+        self.input_cfg = input_cfg
+        self.device = torch.device(device)
+        # ByT5's extra_id tokens decode to nothing: a tactic is bytes and </s> only.
+        self._sentinels = [i for i in range(len(self.tokenizer))
+                           if i not in (self.tokenizer.eos_token_id,) and i >= self.tokenizer.offset + 256]
+
+    @classmethod
+    def create(cls, model_cfg: ModelConfig, input_cfg: InputConfig,
+               device: str | torch.device = "cpu") -> TacticGenerator:
+        """From `model_cfg.init` (a local folder or hub id) when set, else freshly initialized."""
+        model = (T5ForConditionalGeneration.from_pretrained(model_cfg.init) if model_cfg.init
+                 else fresh_model(model_cfg))
+        return cls(model, input_cfg, device)
+
+    @classmethod
+    def load(cls, path: str | Path, input_cfg: InputConfig | None = None,
+             device: str | torch.device = "cpu") -> TacticGenerator:
+        """A saved generator, with the input budgets it was trained with unless `input_cfg`."""
+        model = T5ForConditionalGeneration.from_pretrained(str(path))
+        saved = Path(path) / INPUT_CONFIG
+        if input_cfg is None and saved.exists():
+            input_cfg = InputConfig(**json.loads(saved.read_text()))
+        return cls(model, input_cfg or InputConfig(), device)
+
+    def save_pretrained(self, path: str | Path) -> None:
+        self.model.save_pretrained(str(path))
+        self.tokenizer.save_pretrained(str(path))
+        (Path(path) / INPUT_CONFIG).write_text(json.dumps(asdict(self.input_cfg)))
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self.input_cfg.max_bytes + 1  # + </s>
+
+    def encode(self, texts: Sequence[str], max_len: int) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(list(texts), padding="longest", truncation=True, max_length=max_len,
+                             return_tensors="pt")
+        return {k: v.to(self.device) for k, v in enc.items()}
+
+    def _labels(self, tactics: Sequence[str]) -> torch.Tensor:
+        # Targets truncate at the end (a tactic's start matters most); padding is ignored.
+        enc = self.tokenizer(list(tactics), padding="longest", truncation=True,
+                             max_length=self.input_cfg.max_target_bytes + 1, return_tensors="pt")
+        labels = enc["input_ids"].clone()
+        labels[enc["attention_mask"] == 0] = -100
+        return labels.to(self.device)
+
+    def loss(self, inputs: Sequence[str], tactics: Sequence[str]) -> torch.Tensor:
+        """Mean cross-entropy per target byte over the batch."""
+        enc = self.encode(inputs, self.max_input_tokens)
+        return self.model(**enc, labels=self._labels(tactics)).loss
+
+    @torch.no_grad()
+    def tactic_logprobs(self, inputs: Sequence[str], tactics: Sequence[str]) -> list[float]:
+        """log P(tactic | input), summed over the tactic's bytes and </s>."""
+        enc = self.encode(inputs, self.max_input_tokens)
+        labels = self._labels(tactics)
+        logits = self.model(**enc, labels=labels).logits
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        mask = labels != -100
+        picked = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        return (picked * mask).sum(-1).tolist()
+
+    @torch.no_grad()
+    def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
+                 temperature: float = 1.0, batch_size: int = 16) -> list[list[Suggestion]]:
+        """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
+
+        Candidates come from beam search or sampling; each distinct decoded tactic is then
+        scored by `tactic_logprobs`, so the score is the model's log P(tactic | input) whatever
+        the decoding (beam scores of byte sequences that decode to the same text, or sampling
+        temperature, would not be). Empty tactics are dropped."""
+        if method not in ("beam", "sampling"):
+            raise ValueError(f"generation method must be beam or sampling, not {method!r}")
+        was_training = self.model.training
+        self.model.eval()
+        out: list[list[Suggestion]] = []
+        for lo in range(0, len(inputs), batch_size):
+            chunk = list(inputs[lo: lo + batch_size])
+            enc = self.encode(chunk, self.max_input_tokens)
+            kwargs = dict(max_new_tokens=self.input_cfg.max_target_bytes + 1, num_return_sequences=num_samples,
+                          suppress_tokens=self._sentinels)
+            if method == "beam":
+                kwargs.update(num_beams=num_samples, do_sample=False, early_stopping=True)
+            else:
+                kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
+            texts = self.tokenizer.batch_decode(self.model.generate(**enc, **kwargs), skip_special_tokens=True)
+            cands = [list(dict.fromkeys(t.strip() for t in texts[i * num_samples: (i + 1) * num_samples]
+                                        if t.strip())) for i in range(len(chunk))]
+            flat_in = [chunk[i] for i, c in enumerate(cands) for _ in c]
+            flat_tac = [t for c in cands for t in c]
+            scores = iter(self.tactic_logprobs(flat_in, flat_tac) if flat_tac else [])
+            for c in cands:
+                scored = [Suggestion(t, next(scores)) for t in c]
+                out.append(sorted(scored, key=lambda s: -s.logprob))
+        if was_training:
+            self.model.train()
+        return out

@@ -1,0 +1,79 @@
+"""Structured configs for the tactic generator (configs/generator/*.yaml fill them in)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prover.config import DataConfig
+
+
+@dataclass
+class AugmentConfig:
+    """How training inputs get their premises (decoupled from any retriever, as in the paper)."""
+
+    max_premises: int = 10
+    # Of the negatives, this fraction comes from the positives' own files (hard, same topic),
+    # the rest from other accessible files.
+    same_module_fraction: float = 0.5
+    # Tactics that used no known premise: "bare" keeps the state alone, "negatives" adds
+    # max_premises random accessible premises (the model then learns premises may be noise).
+    without_premises: str = "bare"
+
+
+@dataclass
+class InputConfig:
+    max_bytes: int = 2300  # premises + state, in UTF-8 bytes (ReProver's input length)
+    max_target_bytes: int = 512
+
+
+@dataclass
+class ModelConfig:
+    # Local folder or hub id (google/byt5-small, kaiyuy/leandojo-lean4-tacgen-byt5-small);
+    # None: a fresh T5 of the sizes below with the byte-level ByT5 vocabulary.
+    init: str | None = None
+    d_model: int = 1472
+    d_ff: int = 3584
+    num_layers: int = 12
+    num_decoder_layers: int = 4
+    num_heads: int = 6
+    d_kv: int = 64
+    dropout: float = 0.1
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 8
+    grad_accum: int = 1
+    lr: float = 5e-4
+    weight_decay: float = 0.0
+    warmup_steps: int = 100
+    epochs: int = 2
+    max_steps: int | None = None
+    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU
+    log_every: int = 50
+    checkpoint_every: int = 500
+    eval_every: int = 0  # optimizer steps between validations (0: each epoch)
+    eval_examples: int = 200  # validation examples for loss and exact match (fixed subset)
+    eval_beams: int = 4
+
+
+@dataclass
+class GenerateConfig:
+    num_samples: int = 8
+    method: str = "beam"  # beam | sampling
+    temperature: float = 1.0
+    batch_size: int = 16  # states per forward pass
+
+
+@dataclass
+class GeneratorTrainConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    run_dir: str = "runs/generator"
+    seed: int = 42
+    device: str = "auto"
+    train_split: str = "random/train"
+    val_split: str = "random/val"
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+    input: InputConfig = field(default_factory=InputConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)

@@ -1,0 +1,183 @@
+"""The tactic generator: augmentation rule, input format, tiny training, generation, CLI."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from generator.augment import augment_examples, augment_tactic
+from generator.inputs import format_input, n_bytes, premise_line
+from generator.model import TacticGenerator
+from generator.settings import AugmentConfig, GeneratorTrainConfig, InputConfig
+from prover.config import load_config
+from prover.data.corpus import Corpus
+from prover.data.dataset import Dataset
+from prover.data.pairs import gold_indices
+from prover.data.theorem import load_theorems
+from tests.conftest import require
+
+
+@pytest.fixture(scope="module")
+def mini(mini_root):
+    ds = Dataset(mini_root)
+    return ds.corpus(), ds.theorems("random/train")
+
+
+@pytest.fixture(scope="module")
+def mini_examples(mini):
+    corpus, theorems = mini
+    return augment_examples(theorems, corpus, AugmentConfig(), seed=7, max_bytes=2300, progress=False)
+
+
+def test_augmentation_follows_the_rule(mini, mini_examples):
+    corpus, theorems = mini
+    examples, stats = mini_examples
+    by_name = {t.full_name: t for t in theorems}
+    assert stats.examples == len(examples) == sum(len(t.traced_tactics) for t in theorems)
+    checked = 0
+    for ex in examples:
+        thm = by_name[ex.theorem]
+        gold = gold_indices(thm.traced_tactics[ex.tactic_index], corpus)
+        pos = [p for p, flag in zip(ex.premises, ex.positive) if flag]
+        neg = [p for p, flag in zip(ex.premises, ex.positive) if not flag]
+        if not gold:
+            assert ex.premises == ()  # default: tactics without premises keep the bare state
+            continue
+        checked += 1
+        assert 1 <= len(pos) <= min(len(gold), 10)
+        assert set(pos) <= set(gold) and not set(neg) & set(gold)
+        assert len(set(ex.premises)) == len(ex.premises) == 10
+        accessible = corpus.accessible_mask(thm.file_path, thm.start)
+        assert accessible[neg].all()
+        pos_files = set(corpus.premise_file[pos].tolist())
+        same = sum(corpus.premise_file[n] in pos_files for n in neg)
+        # Half of the negatives (rounded down) from the positives' files, unless too few exist there.
+        expected = len(neg) // 2
+        candidates = int((np.isin(corpus.premise_file, list(pos_files)) & accessible).sum()) - \
+            sum(accessible[g] and corpus.premise_file[g] in pos_files for g in gold)
+        assert same == min(expected, candidates) or (candidates < expected and same >= candidates)
+    assert checked == stats.with_positives > 1000
+    assert sum(stats.positives_shown.values()) == checked
+    assert stats.negatives_same_module + stats.negatives_other_module == 10 * checked - sum(
+        k * v for k, v in stats.positives_shown.items())
+    # Positive counts are drawn uniformly from 1..min(n, 10): with one positive available the
+    # count is always 1, and over examples with >= 2 available, some show 1 and some more.
+    assert stats.positives_shown[1] >= stats.positives_available[1]
+    assert max(stats.positives_shown) >= 3
+
+
+def test_augmentation_is_deterministic_under_a_seed(mini, mini_examples):
+    corpus, theorems = mini
+    again, _ = augment_examples(theorems[:300], corpus, AugmentConfig(), seed=7, max_bytes=2300, progress=False)
+    other, _ = augment_examples(theorems[:300], corpus, AugmentConfig(), seed=8, max_bytes=2300, progress=False)
+    first = mini_examples[0][:len(again)]
+    assert again == first
+    assert other != first
+
+
+def test_without_premises_negatives_option(mini):
+    corpus, theorems = mini
+    thm = theorems[0]
+    acc = corpus.accessible_mask(thm.file_path, thm.start)
+    rng = np.random.default_rng(0)
+    prem, flags = augment_tactic(rng, [], acc, corpus, AugmentConfig(without_premises="negatives"))
+    assert len(prem) == 10 and not any(flags) and acc[list(prem)].all()
+    with pytest.raises(ValueError, match="bare or negatives"):
+        augment_tactic(rng, [], acc, corpus, AugmentConfig(without_premises="some"))
+
+
+def test_real_tactic_level_records_augment(data_root):
+    """leandojo-sample's traced tactics against the Mathlib corpus of the same commit."""
+    corpus = Corpus.load(require(data_root / "mathlib-src") / "corpus.jsonl")
+    theorems = load_theorems(require(data_root / "leandojo-sample" / "test.json"))
+    examples, stats = augment_examples(theorems, corpus, AugmentConfig(), seed=1, max_bytes=2300, progress=False)
+    assert stats.tactics == len(examples) == 40
+    with_gold = [ex for ex in examples if any(ex.positive)]
+    assert len(with_gold) == stats.with_positives > 10
+    for ex in with_gold:
+        text, kept = format_input(ex.state, [corpus.premises[i] for i in ex.premises], 2300)
+        assert text.endswith(ex.state) and n_bytes(text) <= max(2300, n_bytes(ex.state))
+        assert text.count("\n") - ex.state.count("\n") == kept
+
+
+def test_input_keeps_the_state_and_drops_the_lowest_ranked(mini):
+    corpus, _ = mini
+    ps = corpus.premises[:5]
+    lines = [premise_line(p) + "\n" for p in ps]
+    state = "x : Nat\n⊢ x + 0 = x"
+    budget = n_bytes(state) + n_bytes(lines[0]) + n_bytes(lines[1]) + 1
+    text, kept = format_input(state, ps, budget)
+    assert kept == 2 and text == lines[0] + lines[1] + state
+    assert "\n" not in premise_line(ps[0]) and ps[0].full_name in lines[0] and "<GOAL>" in lines[0]
+    text, kept = format_input(state, ps, 3)  # the state alone is over budget: it stays whole
+    assert (text, kept) == (state, 0)
+
+
+@pytest.fixture(scope="module")
+def tiny_generator(tmp_path_factory, mini_root):
+    torch.set_num_threads(1)  # tiny models on shared cores: a second thread mostly waits
+    run_dir = tmp_path_factory.mktemp("gen-tiny")
+    cfg = load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml",
+                      [f"run_dir={run_dir}", f"data.root={mini_root}", "train.max_steps=30",
+                       "train.eval_examples=24", "train.eval_beams=0"])
+    from generator.train import train_generator
+    return cfg, train_generator(cfg)
+
+
+def test_tiny_generator_validation_loss_decreases(tiny_generator):
+    cfg, summary = tiny_generator
+    assert summary["steps"] == 30 and summary["done"]
+    initial = summary["initial_val"]["loss"]
+    assert initial > 4.0  # about ln(384) per byte: a fresh model knows nothing
+    assert summary["best_val_loss"] < 0.75 * initial, (initial, summary["best_val_loss"])
+
+
+def test_generation_is_distinct_sorted_and_consistent(tiny_generator):
+    cfg, summary = tiny_generator
+    gen = TacticGenerator.load(summary["model"])
+    assert gen.input_cfg.max_bytes == cfg.input.max_bytes  # the budgets travel with the model
+    states = ["x : Nat\n⊢ x + 0 = x", "a b : Nat\nh : a = b\n⊢ b = a"]
+    for method in ("beam", "sampling"):
+        torch.manual_seed(0)
+        out = gen.generate(states, num_samples=6, method=method)
+        assert len(out) == 2
+        for sugg in out:
+            assert sugg, method
+            tactics = [s.tactic for s in sugg]
+            scores = [s.logprob for s in sugg]
+            assert len(set(tactics)) == len(tactics) and all(t.strip() == t and t for t in tactics)
+            assert all(math.isfinite(s) and s < 0 for s in scores)
+            assert scores == sorted(scores, reverse=True)
+    # A suggestion's score is the model's log-probability of that tactic, recomputable.
+    sugg = gen.generate(states[:1], num_samples=4)[0]
+    again = gen.tactic_logprobs([states[0]] * len(sugg), [s.tactic for s in sugg])
+    assert np.allclose(again, [s.logprob for s in sugg], atol=1e-4)
+    with pytest.raises(ValueError, match="beam or sampling"):
+        gen.generate(states, method="greedy")
+
+
+def test_cli_build_data_and_suggest(tiny_generator, tmp_path, mini_root):
+    cfg, summary = tiny_generator
+    out = subprocess.run([sys.executable, "-m", "prover.cli", "generator", "build-data", "--config",
+                          "configs/generator/tiny.yaml", f"run_dir={cfg.run_dir}", f"data.root={mini_root}"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "random/train: 2350 pairs from 2350 tactics" in out.stdout and "same module" in out.stdout
+    state = tmp_path / "state.txt"
+    state.write_text("x : Nat\n⊢ x + 0 = x\n")
+    out = subprocess.run([sys.executable, "-m", "prover.cli", "generator", "suggest", "--model", summary["model"],
+                          "--state", str(state), "-n", "3", "--retriever", "bm25", "--data", str(mini_root), "--k", "3"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("premises (bm25, ") and len(lines) >= 5
+    assert all(float(line.split()[0]) < 0 for line in lines[4:])
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    out = subprocess.run([sys.executable, "-m", "prover.cli", "generator", "suggest", "--model", summary["model"],
+                          "--state", str(empty)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "empty" in out.stderr
