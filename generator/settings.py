@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prover.config import DataConfig
+from prover.config import DataConfig, RetrieverConfig
 
 
 @dataclass
@@ -77,3 +77,22 @@ class GeneratorTrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
+
+
+@dataclass
+class GeneratorBenchmarkConfig:
+    """benchmarks/generator.py: one trained generator under several premise conditions."""
+
+    data: DataConfig = field(default_factory=lambda: DataConfig(split="random/test"))
+    model: str = "runs/generator-tiny/generator/model"
+    # none: the bare state; gold: the tactic's annotated premises; any other name: that
+    # registered retriever's top `k` (retriever.models names the trained retrievers' config).
+    conditions: list[str] = field(default_factory=lambda: ["none", "gold", "bm25", "cfr+car"])
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    k: int = 10
+    num_samples: int = 8
+    batch_size: int = 16
+    max_examples: int = 0  # a fixed random subset of the split's tactics (0: all)
+    throughput_states: int = 32
+    seed: int = 0
+    results_dir: str = "benchmarks/results"

@@ -326,3 +326,19 @@ def test_command_trains_with_a_registered_first_stage(mini_root, encoder, tmp_pa
     assert run_train_car(TINY, over, first_stage_name="bm25", init=str(encoder)) == 0
     assert "bm25+car" in capsys.readouterr().out
     assert (tmp_path / "cmd" / "car" / "model" / "car.json").exists()
+
+
+def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encoder, tmp_path):
+    corpus, pairs, bm25 = mini
+    counting = CountingRetriever(bm25)
+    run = tmp_path / "run"
+    train_car(car_cfg(mini_root, run, max_steps=2, max_train_pairs=50), counting, init_path=encoder)
+    mined = [json.loads(line) for line in (run / "car" / "hard_negatives.jsonl").read_text().splitlines()]
+    assert len(mined) == 50  # only the subset is mined, not all pairs
+    summary = json.loads((run / "car" / "summary.json").read_text())
+    assert summary["examples"] <= 50 * 10 and summary["examples"] >= 50
+    # The subset is a function of the seed: a second run mines the same theorems.
+    run2 = tmp_path / "run2"
+    train_car(car_cfg(mini_root, run2, max_steps=2, max_train_pairs=50), bm25, init_path=encoder)
+    mined2 = [json.loads(line) for line in (run2 / "car" / "hard_negatives.jsonl").read_text().splitlines()]
+    assert [m["key"] for m in mined2] == [m["key"] for m in mined]
