@@ -67,6 +67,12 @@ def _cmd_train_reprover(args: argparse.Namespace) -> int:
     return run_train_reprover(args.config, args.overrides)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from prover.commands.serve import run_serve
+    return run_serve(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
+                     args.ray, args.overrides)
+
+
 def _cmd_generator_build_data(args: argparse.Namespace) -> int:
     from prover.commands.generator import run_build_data
     return run_build_data(args.config, args.overrides, args.split, args.force)
@@ -145,6 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--out", default=None, help="index folder (default: <run_dir>/cfr/index)")
     _config_command(retr, "train-reprover", "train the ReProver-style ByT5 retriever baseline",
                     _cmd_train_reprover)
+
+    srv = sub.add_parser("serve", help="premise search engine: HTTP API and web page over a retriever index")
+    srv.add_argument("--config", default=None, help="YAML config, e.g. configs/serve/tiny.yaml")
+    srv.add_argument("--index", default=None, help="retriever run folder (cfr/model, cfr/index, car/model) "
+                     "or its cfr/index folder")
+    srv.add_argument("--corpus", default=None, help="dataset folder whose corpus.jsonl the index was built from")
+    srv.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    srv.add_argument("--retrievers", default=None, help="comma-separated first stages, e.g. cfr,bm25,hybrid")
+    srv.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (ray.num_replicas)")
+    srv.add_argument("overrides", nargs="*", help="key=value config overrides")
+    srv.set_defaults(func=_cmd_serve)
 
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(
         dest="generator_command", required=True, metavar="ACTION")

@@ -1,0 +1,64 @@
+"""`prover serve`: the premise search engine over HTTP (uvicorn), or as a Ray Serve deployment.
+
+    prover serve --index runs/retriever-tiny --corpus ../shared/data/mathlib-src-mini
+    prover serve --corpus ../shared/data/mathlib-src --retrievers bm25 rerank=false
+
+`--index` is a retriever run folder (or its cfr/index folder) and `--corpus` the dataset folder
+its index was built from; flags and `key=value` overrides go over `--config`
+(configs/serve/*.yaml, schema `prover.serve.settings.ServeConfig`). The admin token is read
+from PROVER_SERVE_TOKEN when the config sets none.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+
+from prover.config import load_config
+from prover.serve.settings import ServeConfig
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "PROVER_SERVE_TOKEN"
+
+
+def serve_config(config: str | None, index: str | None, corpus: str | None, host: str | None,
+                 port: int | None, retrievers: str | None, overrides: list[str]):
+    flags = [f"{k}={v}" for k, v in (("index", index), ("corpus", corpus), ("host", host),
+                                     ("port", port)) if v is not None]
+    if retrievers:
+        flags.append(f"retrievers=[{','.join(r.strip() for r in retrievers.split(',') if r.strip())}]")
+    cfg = load_config(ServeConfig, config, flags + list(overrides))
+    if not cfg.admin_token and os.environ.get(TOKEN_ENV):
+        cfg.admin_token = os.environ[TOKEN_ENV]
+    return cfg
+
+
+def _warn_if_exposed(host: str) -> None:
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        log.warning("listening on %s: the service is reachable from other machines, and has no "
+                    "authentication except for /admin", host)
+
+
+def run_serve(config: str | None, index: str | None, corpus: str | None, host: str | None,
+              port: int | None, retrievers: str | None, use_ray: bool, overrides: list[str]) -> int:
+    cfg = serve_config(config, index, corpus, host, port, retrievers, overrides)
+    _warn_if_exposed(cfg.host)
+    if use_ray:
+        from prover.serve.ray_serve import start
+        start(cfg, blocking=True)
+        return 0
+    from prover.serve.app import create_app
+    from prover.serve.server import serve_forever
+    from prover.serve.service import SearchService
+    service = SearchService(cfg)
+    try:
+        print(f"premise search: http://{cfg.host}:{cfg.port}/  (API schema: /openapi.json)", flush=True)
+        serve_forever(create_app(service), cfg.host, cfg.port, cfg.log_level)
+    finally:
+        service.close()
+    return 0

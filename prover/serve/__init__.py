@@ -1,0 +1,11 @@
+"""The premise search engine: a proof state in, ranked premises out, over HTTP.
+
+- `settings.py`: the config schema (`configs/serve/*.yaml`).
+- `loading.py`: reads a corpus and a retriever run folder into named retrievers.
+- `batching.py`: one model thread; concurrent requests run as one batch.
+- `service.py`: `SearchService`, thread-safe search, premise lookup and reload.
+- `schemas.py`: the JSON shapes of requests and answers (they make the OpenAPI schema).
+- `app.py`: the FastAPI app over a service, with the web page `page.html`.
+- `server.py`: uvicorn, in the foreground (`prover serve`) or on a background thread.
+- `ray_serve.py`: the same app as a Ray Serve deployment, for scale-out.
+"""

@@ -1,0 +1,146 @@
+"""From a corpus folder and a retriever run folder to the named retrievers the service answers with.
+
+`--index PATH` names a retriever run folder, the `run_dir` of `configs/retriever/*.yaml`
+(`cfr/model`, `cfr/index` from `prover retriever index`, `car/model`), or the `cfr/index`
+folder inside one. Retrievers are built through the registry, so the service ranks exactly as
+`prover retriever eval` does; what the registry would load twice is shared instead (hybrid
+reuses the served bm25 and cfr; one CAR re-ranks every first stage).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from prover.data.corpus import Corpus
+from prover.data.dataset import Dataset
+from retriever.base import Retriever
+from retriever.faiss_index import INDEX_FILE
+
+log = logging.getLogger(__name__)
+
+RERANK_SUFFIX = "+car"
+TRAINED = {"cfr", "cfr-conventional", "reprover", "hybrid"}
+CFR_SUBDIRS = {"cfr": "cfr", "cfr-conventional": "cfr-conventional", "hybrid": "cfr"}
+
+
+@dataclass
+class Loaded:
+    """One consistent generation of what the service searches: swapped whole on reload."""
+
+    corpus: Corpus
+    corpus_path: str
+    index_path: str | None
+    first_stages: dict[str, Retriever]
+    rerankers: dict[str, Retriever] = field(default_factory=dict)
+    generation: int = 0
+    load_seconds: float = 0.0
+    loaded_at: float = field(default_factory=time.time)
+
+    def get(self, name: str, rerank: bool) -> Retriever:
+        return self.rerankers[name] if rerank else self.first_stages[name]
+
+
+def run_dir_of(index: str | Path) -> Path:
+    """The retriever run folder `index` names: itself, or the run folder of a `<run>/cfr/index`."""
+    path = Path(index)
+    if not path.exists():
+        raise FileNotFoundError(f"--index {path} does not exist (expected a retriever run folder "
+                                f"such as runs/retriever-tiny, or its cfr/index folder)")
+    if (path / INDEX_FILE).exists():
+        if path.name != "index" or path.parent.name not in ("cfr", "cfr-conventional"):
+            raise ValueError(f"{path} is an index folder outside a run folder; pass the retriever "
+                             f"run folder (its index lives at <run_dir>/cfr/index)")
+        return path.parent.parent
+    return path
+
+
+def load_corpus(corpus_dir: str | Path) -> Corpus:
+    return Dataset(corpus_dir).corpus()
+
+
+def _registry_cfg(cfg: Any, run_dir: Path | None) -> Any:
+    """The `retriever:` section the registry reads, as a typed node (bm25 settings included)."""
+    from prover.config import RetrieverConfig
+    section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {
+        "models": cfg.models, "run_dir": str(run_dir) if run_dir else None, "device": cfg.device})
+    return OmegaConf.create({"retriever": section})
+
+
+def _check_index(run_dir: Path | None, names: list[str], require_index: bool) -> None:
+    needed = {CFR_SUBDIRS[n] for n in names if n in CFR_SUBDIRS}
+    if needed and run_dir is None:
+        raise ValueError(f"retrievers {', '.join(sorted(n for n in names if n in TRAINED))} need "
+                         f"trained models: pass --index <retriever run folder>")
+    for sub in sorted(needed):
+        if require_index and not (run_dir / sub / "index" / INDEX_FILE).exists():
+            raise FileNotFoundError(
+                f"no premise index at {run_dir / sub / 'index'}: build it with `prover retriever index "
+                f"--config <the training YAML> run_dir={run_dir} data.root=<corpus folder>` (or set "
+                f"require_index=false to encode the corpus at startup)")
+
+
+def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> dict[str, Retriever]:
+    from retriever.hybrid import HybridRetriever
+    from retriever.registry import REGISTRY, build_retriever
+    built: dict[str, Retriever] = {}
+
+    def get(name: str) -> Retriever:
+        if name not in built:
+            if name == "hybrid":  # the registry's hybrid, made of the members already served
+                built[name] = HybridRetriever([get("bm25"), get("cfr")])
+            else:
+                built[name] = build_retriever(name, corpus, registry_cfg)
+        return built[name]
+
+    for name in names:
+        if name.endswith(RERANK_SUFFIX) or name not in REGISTRY:
+            raise ValueError(f"cannot serve retriever {name!r}: list first stages from "
+                             f"{', '.join(sorted(n for n in REGISTRY if RERANK_SUFFIX not in n))}; "
+                             f"re-ranking is `rerank: true` in a request")
+        get(name)
+    return {name: built[name] for name in names}
+
+
+def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: Any,
+                    device: str) -> dict[str, Retriever]:
+    """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
+    from retriever.car import CARScorer, RerankRetriever
+    from retriever.registry import training_config
+    from prover.utils.training import pick_device
+    car_dir = run_dir / "car" / "model" if run_dir else None
+    if car_dir is None or not (car_dir / "config.json").exists():
+        raise FileNotFoundError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
+                                f"set rerank=false to serve without re-ranking")
+    tc = training_config(registry_cfg)
+    scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
+    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2)
+            for name, first in first_stages.items()}
+
+
+def load(cfg: Any, index: str | None = None, corpus: str | None = None, generation: int = 0) -> Loaded:
+    """Read the corpus and build every served retriever; `index`/`corpus` default to the config's."""
+    index = index if index is not None else cfg.index
+    corpus_dir = corpus if corpus is not None else cfg.corpus
+    if not corpus_dir:
+        raise ValueError("no corpus: pass --corpus <LeanDojo dataset folder> (the one the index was built from)")
+    t0 = time.perf_counter()
+    run_dir = run_dir_of(index) if index else None
+    names = list(cfg.retrievers)
+    if cfg.default_retriever not in names:
+        raise ValueError(f"default_retriever {cfg.default_retriever!r} is not among the served "
+                         f"retrievers {names}")
+    _check_index(run_dir, names, cfg.require_index)
+    c = load_corpus(corpus_dir)
+    registry_cfg = _registry_cfg(cfg, run_dir)
+    first = build_first_stages(names, c, registry_cfg)
+    rerankers = build_rerankers(first, run_dir, registry_cfg, cfg.device) if cfg.rerank else {}
+    seconds = time.perf_counter() - t0
+    log.info("serving %s over %d premises of %s (index %s), loaded in %.1f s",
+             ", ".join(names) + (" (+car)" if rerankers else ""), len(c), corpus_dir, run_dir, seconds)
+    return Loaded(c, str(corpus_dir), str(run_dir) if run_dir else None, first, rerankers,
+                  generation, round(seconds, 2))

@@ -1,0 +1,74 @@
+"""The JSON the service takes and gives. These models are what the OpenAPI schema describes.
+
+Request fields are strict (`"k": "5"` or `"rerank": "yes"` is an error, not a guess) and
+unknown fields are refused, so a typo such as `top_k` says so instead of being ignored.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prover.data.premise import Premise
+from retriever.base import RankedPremise
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    state: str = Field(description="A proof state (hypotheses, then `⊢ goal`) or a partial statement")
+    k: int | None = Field(None, description="How many premises (1..limits.max_k; default limits.default_k)")
+    rerank: bool = Field(False, description="Re-rank the first stage's top k1 with CAR")
+    retriever: str | None = Field(None, description="First stage (default: the service's default); "
+                                                    "`cfr+car` is `cfr` with rerank")
+
+
+class PremiseOut(BaseModel):
+    full_name: str
+    statement: str = Field(description="`<VAR> args <GOAL> goal`, as the retrievers read it")
+    args: list[str]
+    goal: str
+    kind: str
+    path: str = Field(description="Source file, relative to the library root")
+    line: int = Field(description="First line of the declaration (1-based)")
+    end_line: int
+    code: str
+
+    @classmethod
+    def of(cls, p: Premise) -> PremiseOut:
+        return cls(full_name=p.full_name, statement=p.render(), args=list(p.args), goal=p.goal,
+                   kind=p.kind, path=p.path, line=p.start[0], end_line=p.end[0], code=p.code)
+
+
+class Hit(PremiseOut):
+    rank: int
+    score: float = Field(description="The retriever's score; with rerank, CAR logits for the top k1")
+    index: int = Field(description="Position of the premise in the corpus")
+
+    @classmethod
+    def ranked(cls, rank: int, r: RankedPremise) -> Hit:
+        return cls(**PremiseOut.of(r.premise).model_dump(), rank=rank, score=r.score, index=r.index)
+
+
+class SearchResponse(BaseModel):
+    retriever: str
+    rerank: bool
+    k: int
+    took_ms: float
+    generation: int = Field(description="Which load answered; it grows by one on each reload")
+    results: list[Hit]
+
+
+class PremiseResponse(BaseModel):
+    full_name: str
+    premises: list[PremiseOut] = Field(description="Usually one; a few names are declared in several files")
+
+
+class ReloadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    index: str | None = Field(None, description="Retriever run folder (default: the current one)")
+    corpus: str | None = Field(None, description="LeanDojo dataset folder (default: the current one)")
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    field: str | None = None

@@ -1,0 +1,77 @@
+"""Config schema of the premise search service (`configs/serve/*.yaml`) and its load benchmark."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LimitsConfig:
+    max_state_chars: int = 20_000
+    max_k: int = 100
+    default_k: int = 10
+    # Checked on Content-Length before the body is read, so a huge upload is refused cheaply;
+    # the state limit is checked on the parsed text.
+    max_body_bytes: int = 1_000_000
+
+
+@dataclass
+class BatchConfig:
+    max_batch_size: int = 32  # states per model call
+    # How long a lone request waits for company. 0: it runs as soon as the model is free, and
+    # requests that queued meanwhile form the next batch, so batching costs no latency.
+    max_wait_ms: float = 0.0
+
+
+@dataclass
+class RayServeConfig:
+    address: str | None = None  # Ray cluster to join (None: RAY_ADDRESS, else a local Ray)
+    num_replicas: int = 1
+    num_cpus: float = 1.0  # per replica
+    num_gpus: float = 0.0  # per replica
+    max_ongoing_requests: int = 128  # per replica; the batcher queues what it cannot run yet
+
+
+@dataclass
+class ServeConfig:
+    # A retriever run folder (`run_dir` of configs/retriever/*.yaml: cfr/model, cfr/index,
+    # car/model), or its cfr/index folder. Only trained retrievers need it.
+    index: str | None = None
+    # The LeanDojo dataset folder (corpus.jsonl[.gz]) the index was built from.
+    corpus: str | None = None
+    # The retriever training YAML the models came from (its car.k1/k2 and lengths); optional.
+    models: str | None = None
+    # First-stage retrievers served (registry names); `rerank: true` in a request puts CAR on top.
+    retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
+    default_retriever: str = "cfr"
+    rerank: bool = True  # load <index>/car/model so requests may ask for re-ranking
+    require_index: bool = True  # refuse to start if cfr/index is missing instead of encoding the corpus
+    device: str = "auto"
+    threads: int | None = None  # torch intra-op threads (None: torch's default)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # POST /admin/reload is disabled (404) while this is unset. Set it through the environment
+    # (configs use ${oc.env:PROVER_SERVE_TOKEN,null}), not on a command line others can read.
+    admin_token: str | None = None
+    example_state: str = ("α : Type u_1\nβ : Type u_2\nf : α → β\nhf : Function.Injective f\n"
+                          "a b : α\nh : f a = f b\n⊢ a = b")
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    batching: BatchConfig = field(default_factory=BatchConfig)
+    ray: RayServeConfig = field(default_factory=RayServeConfig)
+    log_level: str = "info"
+
+
+@dataclass
+class ServeBenchmarkConfig:
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    # Each mode is a retriever name, `+car` meaning the same first stage with rerank: true.
+    modes: list[str] = field(default_factory=lambda: ["cfr", "cfr+car"])
+    concurrency: list[int] = field(default_factory=lambda: [1, 8, 64])
+    duration_s: float = 20.0  # measured time per (mode, concurrency)
+    warmup_s: float = 2.0  # requests sent first and not counted
+    k: int = 10
+    states_split: str = "random/test"  # query states: first states of this split of serve.corpus
+    n_states: int = 200
+    request_timeout_s: float = 120.0
+    startup_timeout_s: float = 600.0
+    results_dir: str = "benchmarks/results"
+    name: str = "tiny"  # results go to <results_dir>/serve-<name>.{json,md}
