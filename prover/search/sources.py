@@ -1,0 +1,107 @@
+"""Where proof search gets premises and tactics: two small interfaces and their in-process forms.
+
+Search asks a `PremiseSource` for the premises of a state, then a `TacticSource` for tactics
+given the state and those premises. The same search runs against a retriever and a generator
+held in this process (the classes here) or against shared Ray actors (`prover.search.actors`),
+which implement the same two methods by calling the actors.
+
+What crosses a process boundary is kept light: premises are `prover.data.premise.Premise`
+records and suggestions are `Suggested` pairs, so a search worker never imports torch.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prover.data.premise import Premise
+
+if TYPE_CHECKING:  # heavy imports (torch) only where a generator or retriever is really held
+    from generator.model import TacticGenerator
+    from retriever.base import Retriever, TheoremContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """A tactic proposed for a state and its log-probability under the generator."""
+
+    tactic: str
+    logprob: float
+
+
+class PremiseSource(Protocol):
+    def retrieve(self, states: Sequence[str],
+                 contexts: Sequence[TheoremContext | None]) -> list[list[Premise]]:
+        """For each state, its premises best first (possibly none)."""
+
+
+class TacticSource(Protocol):
+    def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
+        """For each (state, premises), distinct tactics best first."""
+
+
+class NoPremises:
+    """`--retriever none`: the generator sees the state alone."""
+
+    def retrieve(self, states: Sequence[str],
+                 contexts: Sequence[TheoremContext | None]) -> list[list[Premise]]:
+        return [[] for _ in states]
+
+
+class RetrieverPremises:
+    """The top `k` premises of a retriever held in this process.
+
+    A context whose file is not in the retriever's corpus (a theorem of another library, or a
+    file left out of a small test corpus) cannot restrict premises to the accessible ones: it
+    is dropped, and the state is ranked against the whole corpus. `contexts_dropped` counts it.
+    """
+
+    def __init__(self, retriever: Retriever, k: int) -> None:
+        if k <= 0:
+            raise ValueError(f"premises per state must be positive, not {k}")
+        self.retriever = retriever
+        self.k = k
+        self.contexts_dropped = 0
+
+    def _usable(self, ctx: TheoremContext | None) -> TheoremContext | None:
+        if ctx is not None and ctx.file_path not in self.retriever.corpus.file_index:
+            self.contexts_dropped += 1
+            return None
+        return ctx
+
+    def retrieve(self, states: Sequence[str],
+                 contexts: Sequence[TheoremContext | None]) -> list[list[Premise]]:
+        if not states:
+            return []
+        ranked = self.retriever.retrieve(list(states), self.k, [self._usable(c) for c in contexts])
+        return [[r.premise for r in row] for row in ranked]
+
+
+class GeneratorTactics:
+    """A tactic generator held in this process: `num_samples` tactics per state."""
+
+    def __init__(self, generator: TacticGenerator, num_samples: int, method: str = "beam",
+                 temperature: float = 1.0, batch_size: int = 16, max_bytes: int | None = None) -> None:
+        self.generator = generator
+        self.num_samples = num_samples
+        self.method = method
+        self.temperature = temperature
+        self.batch_size = batch_size
+        self.max_bytes = max_bytes or generator.input_cfg.max_bytes
+
+    def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
+        from generator.inputs import format_input
+        if not requests:
+            return []
+        inputs = [format_input(state, premises, self.max_bytes)[0] for state, premises in requests]
+        out = self.generator.generate(inputs, num_samples=self.num_samples, method=self.method,
+                                      temperature=self.temperature, batch_size=self.batch_size)
+        return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]
+
+
+def describe(source: Any) -> str:
+    """A short name for logs and result files."""
+    return getattr(source, "name", None) or type(source).__name__

@@ -1,0 +1,113 @@
+"""TEST DOUBLES for proof search: stand-ins for the tactic generator, never used by the product.
+
+`OracleTactics` cheats on purpose: it knows the traced proofs and proposes, for a state, the
+tactics recorded from it, after some distractors that fail. With ReplayEnv (which accepts only
+recorded tactics) it lets tests check what search does with a generator that *can* prove a
+theorem: that proofs are found, replay, and respect priorities, dedupe and budgets. Numbers
+obtained with it measure nothing about a model.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from prover.data.theorem import Theorem
+from prover.env.base import normalize_ws
+from prover.env.replay import split_goals
+from prover.search.sources import Suggested
+
+# Tactics no traced proof records: Replay answers them with errors (or GivenUp, for sorry).
+# Their log-probabilities beat the recorded ones, so they are tried first.
+DISTRACTORS = (("simp [oracle_distractor]", -0.2), ("sorry", -0.3), ("exact oracle_distractor", -0.4),
+               ("oracle_distractor", -0.6))
+
+
+class OracleTactics:
+    """TEST DOUBLE TacticSource: recorded tactics of a state (plus distractors), best first."""
+
+    name = "oracle-test-double"
+
+    def __init__(self, theorems: Sequence[Theorem], focus_goals: bool = False,
+                 distractors: Sequence[tuple[str, float]] = DISTRACTORS,
+                 recorded_logprob: float = -1.0, on_suggest: Callable[[str], None] | None = None) -> None:
+        self.by_state: dict[str, list[str]] = {}
+        for thm in theorems:
+            for t in thm.traced_tactics:
+                tactics = self.by_state.setdefault(normalize_ws(t.state_before), [])
+                if t.tactic not in tactics:
+                    tactics.append(t.tactic)
+        self.focus_goals = focus_goals
+        self.distractors = list(distractors)
+        self.recorded_logprob = recorded_logprob
+        self.on_suggest = on_suggest
+        self.calls = 0
+        self.batch_sizes: list[int] = []
+
+    def recorded(self, state: str) -> list[str]:
+        keys = [normalize_ws(state)]
+        if self.focus_goals:  # as ReplayEnv's focus_goals: records made on the first goals
+            goals = split_goals(state)
+            keys += [normalize_ws("\n\n".join(goals[:k])) for k in range(len(goals) - 1, 0, -1)]
+        out: list[str] = []
+        for key in keys:
+            out += [t for t in self.by_state.get(key, []) if t not in out]
+        return out
+
+    def suggest(self, requests):
+        self.calls += 1
+        self.batch_sizes.append(len(requests))
+        out = []
+        for state, _premises in requests:
+            if self.on_suggest is not None:
+                self.on_suggest(state)
+            recorded = [Suggested(t, self.recorded_logprob - 0.01 * i)
+                        for i, t in enumerate(self.recorded(state))]
+            out.append([Suggested(t, lp) for t, lp in self.distractors] + recorded)
+        return out
+
+
+class OracleSpec:
+    """TEST DOUBLE generator spec for the Ray actors: builds an OracleTactics in the actor."""
+
+    def __init__(self, theorems: Sequence[Theorem], focus_goals: bool = False) -> None:
+        self.theorems = list(theorems)
+        self.focus_goals = focus_goals
+
+    def build(self) -> OracleTactics:
+        return OracleTactics(self.theorems, self.focus_goals)
+
+    def describe(self) -> str:
+        return "oracle-test-double"
+
+
+class FakeClock:
+    """A clock tests advance by hand, so time budgets are checked exactly."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TimedPremises:
+    """A premise source that takes `cost` fake seconds and returns no premises."""
+
+    def __init__(self, clock: FakeClock, cost: float) -> None:
+        self.clock, self.cost = clock, cost
+        self.contexts: list = []
+
+    def retrieve(self, states, contexts):
+        self.clock.now += self.cost
+        self.contexts += list(contexts)
+        return [[] for _ in states]
+
+
+class TimedTactics:
+    """Wraps a tactic source; each call takes `cost` fake seconds."""
+
+    def __init__(self, inner, clock: FakeClock, cost: float) -> None:
+        self.inner, self.clock, self.cost = inner, clock, cost
+
+    def suggest(self, requests):
+        self.clock.now += self.cost
+        return self.inner.suggest(requests)
