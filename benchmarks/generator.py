@@ -20,6 +20,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+# Run as a script, this file's folder comes first on sys.path and its name would shadow the
+# `generator` package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 from generator.evaluate import condition_premises, eval_examples, evaluate_condition, throughput
 from generator.inputs import format_input
 from generator.model import TacticGenerator

@@ -157,6 +157,7 @@ def train_generator(cfg: Any) -> dict:
                "initial_val": progress.extra.get("initial_val"), "best_val_loss": progress.best_metric,
                "augment": train_stats, "config": OmegaConf.to_container(cfg, resolve=True)}
     write_json(run.path / "summary.json", summary)
-    log.info("generator: %d steps; best val loss %.4f (initial %s); model in %s", progress.step,
-             progress.best_metric or math.nan, (progress.extra.get("initial_val") or {}).get("loss"), run.model_dir)
+    log.info("generator: %d steps; best val loss %.4f (initial %.4f); model in %s", progress.step,
+             progress.best_metric or math.nan, (progress.extra.get("initial_val") or {}).get("loss", math.nan),
+             run.model_dir)
     return summary
