@@ -89,6 +89,29 @@ def _cmd_generator_suggest(args: argparse.Namespace) -> int:
                        args.data, args.retriever_models, args.max_bytes)
 
 
+def _cmd_data_trace(args: argparse.Namespace) -> int:
+    from prover.data.trace import TraceUnavailableError, trace_repo
+    try:
+        meta = trace_repo(args.repo, args.commit, args.out, build_deps=not args.no_build_deps,
+                          n_val=args.n_val, n_test=args.n_test, seed=args.seed)
+    except TraceUnavailableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{meta['url']}@{meta['commit']}: {meta['files']:,} files, {meta['premises']:,} premises, "
+          f"{meta['theorems']:,} theorems -> {args.out}")
+    return 0
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from prover.commands.benchmark import run_benchmark_command
+    return run_benchmark_command(args)
+
+
+def _cmd_prove_sorries(args: argparse.Namespace) -> int:
+    from prover.commands.prove_sorries import run_prove_sorries
+    return run_prove_sorries(args)
+
+
 def _config_command(sub, name: str, help: str, func) -> argparse.ArgumentParser:
     """A subcommand that takes `--config FILE` and `key=value` overrides."""
     cmd = sub.add_parser(name, help=help)
@@ -128,6 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--length-measure", choices=["tactics", "chars"], default="tactics",
                        help="proof length for pl: tactic count, or characters of the proof text")
     split.set_defaults(func=_cmd_data_split)
+
+    trace = data.add_parser("trace", help="trace a Lean repo with lean-dojo into a LeanDojo-format dataset "
+                            "(needs Lean; run it on its own: lean-dojo starts its own Ray)")
+    trace.add_argument("repo", help="https://github.com/OWNER/NAME, OWNER/NAME, or a local git repository")
+    trace.add_argument("commit", help="commit hash (or a tag) to trace")
+    trace.add_argument("--out", required=True, help="new dataset folder")
+    trace.add_argument("--no-build-deps", action="store_true", help="do not build the dependencies")
+    trace.add_argument("--n-val", type=float, default=0.02, help="random split: count, or fraction if < 1")
+    trace.add_argument("--n-test", type=float, default=0.02, help="random split: count, or fraction if < 1")
+    trace.add_argument("--seed", type=int, default=3407)
+    trace.set_defaults(func=_cmd_data_trace)
 
     retr = sub.add_parser("retriever", help="premise retrieval").add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION")
@@ -183,11 +217,33 @@ def build_parser() -> argparse.ArgumentParser:
     sg.add_argument("--max-bytes", type=int, default=None,
                     help="input byte budget, premises + state (default: the model's)")
     sg.set_defaults(func=_cmd_generator_suggest)
+
+    from prover.commands import benchmark as bench_args, prove_sorries as sorry_args
+    bench = sub.add_parser("benchmark", help="best-first proof search on Ray over a theorem set; "
+                           "results per theorem, summary and per-retriever table")
+    bench_args.add_arguments(bench)
+    bench.set_defaults(func=_cmd_benchmark)
+    ps = sub.add_parser("prove-sorries", help="attempt the sorry proofs of a Lean project and write "
+                        "patches that replace exactly those sorrys")
+    sorry_args.add_arguments(ps)
+    ps.set_defaults(func=_cmd_prove_sorries)
     return p
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # argparse takes positionals in one run, so `key=value` overrides after options that follow a
+    # positional (`prover prove-sorries PATH --env replay search.timeout_s=60`) come back unparsed.
+    if extra and hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides = list(args.overrides) + extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     setup_logging(args.verbose)
     try:
         return args.func(args)

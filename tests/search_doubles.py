@@ -111,3 +111,14 @@ class TimedTactics:
     def suggest(self, requests):
         self.clock.now += self.cost
         return self.inner.suggest(requests)
+
+
+def save_untrained_generator(path):
+    """A real tiny generator straight from initialization (not a double: plumbing tests only
+    need a model that loads and answers, not one that proves)."""
+    from generator.model import TacticGenerator
+    from generator.settings import InputConfig, ModelConfig
+    TacticGenerator.create(ModelConfig(d_model=64, d_ff=128, num_layers=1, num_decoder_layers=1,
+                                       num_heads=2, d_kv=32, dropout=0.0),
+                           InputConfig(max_bytes=256, max_target_bytes=32)).save_pretrained(path)
+    return path

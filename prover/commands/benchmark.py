@@ -1,0 +1,66 @@
+"""`prover benchmark`: best-first proof search on Ray over a theorem set, one run per retriever."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+RETRIEVERS = ("none", "bm25", "bm25-plain", "reprover", "cfr", "cfr-conventional", "cfr+car", "hybrid")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="YAML config (e.g. configs/search/default.yaml)")
+    p.add_argument("--theorems", default=None,
+                   help="minif2f, a LeanDojo split file (.json[.gz]), a dataset folder (with --split), "
+                        "or a theorem list (.jsonl)")
+    p.add_argument("--split", default=None, help="minif2f: valid|test; a dataset folder: e.g. random/test")
+    p.add_argument("--retriever", default=None,
+                   help=f"one or more of {', '.join(RETRIEVERS)}, comma-separated (one run each)")
+    p.add_argument("--env", choices=["leandojo", "replay"], default=None,
+                   help="leandojo (Lean; pass@1) or replay (a simulator over traced proofs; never pass@1)")
+    p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
+    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
+    p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
+    p.add_argument("--workers", type=int, default=None, help="ProverWorker actors")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster address (default: $RAY_ADDRESS, else a new local cluster)")
+    p.add_argument("--out", default=None, help="results folder (one subfolder per env and retriever)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N theorems")
+    p.add_argument("overrides", nargs="*", help="key=value config overrides")
+
+
+def config_from_args(args: argparse.Namespace):
+    from prover.config import load_config
+    from prover.search.settings import SearchBenchmarkConfig
+    flags = {
+        "theorems.source": args.theorems, "theorems.split": args.split, "env.name": args.env,
+        "generator.model": args.generator, "retriever.corpus": args.corpus,
+        "retriever.models": args.retriever_models, "ray.num_workers": args.workers,
+        "ray.address": args.address, "out_dir": args.out, "theorems.limit": args.limit,
+    }
+    overrides = [f"{k}={v}" for k, v in flags.items() if v is not None] + list(args.overrides)
+    cfg = load_config(SearchBenchmarkConfig, args.config, overrides)
+    retrievers = [r.strip() for r in (args.retriever or cfg.retriever.name).split(",") if r.strip()]
+    unknown = [r for r in retrievers if r not in RETRIEVERS]
+    if unknown:
+        raise ValueError(f"unknown retriever {unknown[0]!r}: expected {', '.join(RETRIEVERS)}")
+    cfg.retriever.name = retrievers[0]
+    return cfg, retrievers
+
+
+def run_benchmark_command(args: argparse.Namespace) -> int:
+    from prover.search.benchmark import run_benchmark
+    from prover.search.components import EnvUnavailableError, require_env
+    from prover.search.results import markdown
+    cfg, retrievers = config_from_args(args)
+    try:
+        require_env(cfg.env.name)  # before anything loads: say at once that Lean is missing
+    except EnvUnavailableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    command = "prover benchmark " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "prover benchmark"
+    summary = run_benchmark(cfg, retrievers, command=command)
+    print(markdown(summary))
+    print(f"results: {Path(cfg.out_dir).resolve()} (summary.json, summary.md, <run>/results.jsonl)")
+    return 0

@@ -1,0 +1,93 @@
+"""`prover prove-sorries PATH`: find the sorry proofs of a Lean project, attempt each, patch in proofs."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="a Lean project folder (a git repository for --env leandojo) or one .lean file")
+    p.add_argument("--env", choices=["leandojo", "replay"], required=True,
+                   help="leandojo (Lean) or replay (a simulator fed traced proofs: --replay-traces)")
+    p.add_argument("--write", action="store_true",
+                   help="also write the patched files (as new files under OUT/patched/)")
+    p.add_argument("--out", default=None, help="report folder (default: runs/prove-sorries/<project>)")
+    p.add_argument("--config", default=None, help="YAML config with search/generator/retriever/env "
+                                                  "sections (e.g. configs/search/default.yaml)")
+    p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
+    p.add_argument("--retriever", default=None, help="none (default), bm25, cfr, cfr+car, ...")
+    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
+    p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
+    p.add_argument("--replay-traces", default=None,
+                   help="--env replay: LeanDojo-format theorem records (a split .json) of the sorry theorems")
+    p.add_argument("overrides", nargs="*", help="key=value config overrides (search.*, generator.*, env.*)")
+
+
+def run_prove_sorries(args: argparse.Namespace) -> int:
+    from prover.config import load_config
+    from prover.data.theorem import load_theorems
+    from prover.env.leandojo_env import LeanDojoEnv
+    from prover.env.replay import ReplayEnv
+    from prover.search.components import (EnvUnavailableError, env_spec, generator_spec, require_env,
+                                          retriever_spec)
+    from prover.search.settings import SearchBenchmarkConfig, as_object
+    from prover.sorries.find import find_sorries
+    from prover.sorries.prove import (git_repo, prove_sorries, skip_reason, sorry_theorem,
+                                      uncommitted, write_report)
+    from retriever.base import TheoremContext
+
+    path = Path(args.path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found")
+    flags = {"env.name": args.env, "generator.model": args.generator, "retriever.name": args.retriever,
+             "retriever.corpus": args.corpus, "retriever.models": args.retriever_models}
+    overrides = [f"{k}={v}" for k, v in flags.items() if v is not None] + list(args.overrides)
+    cfg = load_config(SearchBenchmarkConfig, args.config, overrides)
+    try:
+        require_env(cfg.env.name)
+    except EnvUnavailableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    root = path if path.is_dir() else path.parent
+    sorries = find_sorries(path)
+    todo = [s for s in sorries if skip_reason(s) is None]
+    env = env_spec(cfg)
+    if cfg.env.name == "leandojo":
+        top, commit = git_repo(root)
+        prefix = os.path.relpath(root.resolve(), top.resolve())
+        prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+        dirty = uncommitted(top, [root / s.file for s in todo])
+        if dirty:
+            raise ValueError(f"uncommitted changes in {', '.join(dirty)}: LeanDojo opens theorems at the "
+                             f"commit ({commit[:12]}), so commit first")
+
+        def make_env(s):
+            return LeanDojoEnv(sorry_theorem(s, str(top), commit, prefix), env.leandojo)
+    else:
+        if not args.replay_traces:
+            raise ValueError("--env replay needs --replay-traces: the traced proofs the simulator replays")
+        traced = {t.full_name: t for t in load_theorems(args.replay_traces)}
+
+        def make_env(s):
+            # A theorem without a record opens no env: it is reported as an error.
+            return ReplayEnv(traced.get(s.name) or sorry_theorem(s, "", ""), env.replay)
+
+    premises = retriever_spec(cfg).build() if todo else None
+    tactics = generator_spec(cfg).build() if todo else None
+    attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
+                             context=lambda s: TheoremContext(s.file, (s.line, s.column + 1)),
+                             progress=cfg.progress)
+    out = Path(args.out or Path("runs/prove-sorries") / root.resolve().name)
+    report = write_report(root, attempts, out, cfg.env.name, args.write)
+    c = report["counts"]
+    print(f"{report['env_label']}\n{len(sorries)} sorries: proved {c['proved']}, failed {c['failed']}, "
+          f"errors {c['error']}, skipped {c['skipped']}")
+    if report["patch"]:
+        print(f"patch: {report['patch']} (apply from {root} with `git apply` or `patch -p1`)")
+    for f in report["patched_files"]:
+        print(f"wrote {f}")
+    print(f"report: {out / 'report.md'}")
+    return 0

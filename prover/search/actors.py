@@ -1,0 +1,267 @@
+"""Ray actors: one retriever and one or more generators shared by N search workers.
+
+- `RetrieverActor` holds any retriever (built from a spec in the actor's process) and serves
+  premises; `GeneratorActor` holds a tactic generator. Both are async actors: each request
+  awaits a `DynamicBatcher`, so concurrent requests from many workers run as one batch. Both
+  can be given GPUs (`num_gpus`), and Ray restarts them if they die (`actor_restarts`).
+- `ProverWorker` runs one search at a time in environments it opens itself. Its premise and
+  tactic sources call the shared actors (`ActorPremises`, `ActorTactics`); with
+  `shared_retriever: false` it builds its own retriever copy instead (the comparison
+  benchmarks/search.py measures).
+
+`connect` starts a local Ray by default and joins a cluster when given an address (or when
+`RAY_ADDRESS` is set, as in a job started by `ray job submit`), with the same code either way.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from prover.data.premise import Premise
+from prover.search.batching import BatchingConfig, DynamicBatcher
+from prover.search.best_first import SearchConfig, best_first_search
+from prover.search.components import EnvSpec, require_env
+from prover.search.results import make_record
+from prover.search.sources import Suggested
+from prover.search.theorems import ProofTask
+
+log = logging.getLogger(__name__)
+
+
+def _rss_mib() -> float:
+    import psutil
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def _process_info() -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "rss_mib": round(_rss_mib(), 1)}
+
+
+def _batcher(fn: Any, cfg: BatchingConfig) -> DynamicBatcher:
+    return DynamicBatcher(fn, cfg.max_batch_size, cfg.max_wait_ms / 1000.0)
+
+
+@ray.remote
+class RetrieverActor:
+    """Premises for states, batched across all callers."""
+
+    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
+        self.source = spec.build()  # a PremiseSource
+        self.name = spec.describe()
+        self.batcher = _batcher(self._batch, batching)
+
+    def _batch(self, items: list[tuple[str, Any]]) -> list[list[Premise]]:
+        states, contexts = zip(*items)
+        return self.source.retrieve(list(states), list(contexts))
+
+    async def retrieve(self, states: Sequence[str], contexts: Sequence[Any]) -> list[list[Premise]]:
+        return await self.batcher.submit(list(zip(states, contexts)))
+
+    async def stats(self) -> dict:
+        return {**self.batcher.stats(), **_process_info(), "name": self.name,
+                "contexts_dropped": getattr(self.source, "contexts_dropped", 0)}
+
+
+@ray.remote
+class GeneratorActor:
+    """Tactics for (state, premises) requests, batched across all callers."""
+
+    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
+        self.source = spec.build()  # a TacticSource
+        self.name = spec.describe()
+        self.batcher = _batcher(self.source.suggest, batching)
+
+    async def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
+        return await self.batcher.submit(list(requests))
+
+    async def stats(self) -> dict:
+        return {**self.batcher.stats(), **_process_info(), "name": self.name}
+
+
+class ActorPremises:
+    """PremiseSource backed by a RetrieverActor."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def retrieve(self, states: Sequence[str], contexts: Sequence[Any]) -> list[list[Premise]]:
+        return ray.get(self.actor.retrieve.remote(list(states), list(contexts)))
+
+
+class ActorTactics:
+    """TacticSource backed by a GeneratorActor."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
+        return ray.get(self.actor.suggest.remote(list(requests)))
+
+
+@ray.remote
+class ProverWorker:
+    """Runs searches one theorem at a time, each in an environment of its own."""
+
+    def __init__(self, worker_id: str, env: EnvSpec, search: SearchConfig, retriever_name: str,
+                 premises: Any, tactics: Any) -> None:
+        """`premises`: a RetrieverActor handle, or a spec to build a private copy from;
+        `tactics`: a GeneratorActor handle."""
+        require_env(env.name)  # on a cluster, the node running the worker must have Lean
+        self.worker_id = worker_id
+        self.env = env
+        self.search = search
+        self.retriever_name = retriever_name
+        self.premises = premises.build() if hasattr(premises, "build") else ActorPremises(premises)
+        self.tactics = ActorTactics(tactics)
+        self.expansions = 0
+        self.theorems = 0
+
+    def prove(self, task: ProofTask, attempt: int) -> dict:
+        result = best_first_search(self.env.make(task.theorem), self.premises, self.tactics,
+                                   self.search, context=_context(task))
+        self.expansions += result.expansions
+        self.theorems += 1
+        return make_record(task, result, self.retriever_name, attempt, self.worker_id)
+
+    def info(self) -> dict:
+        return {**_process_info(), "worker": self.worker_id, "expansions": self.expansions,
+                "theorems": self.theorems}
+
+
+def _context(task: ProofTask) -> Any:
+    from retriever.base import TheoremContext
+    t = task.theorem
+    return TheoremContext(t.file_path, t.start)
+
+
+# -- connecting ------------------------------------------------------------------------------
+
+def resolve_address(address: str | None) -> str:
+    """null: $RAY_ADDRESS if set, else "local" (a new local cluster: never someone else's)."""
+    return address or os.environ.get("RAY_ADDRESS") or "local"
+
+
+def connect(cfg: Any) -> bool:
+    """Start or join Ray as `cfg` (a RayConfig) says. Returns whether we started it (and so
+    should shut it down); an already initialized Ray is used as it is."""
+    if ray.is_initialized():
+        return False
+    address = resolve_address(cfg.address)
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
+    if address == "local":
+        kwargs.update(include_dashboard=False)
+        if cfg.local_num_cpus is not None:
+            kwargs["num_cpus"] = cfg.local_num_cpus
+        if cfg.object_store_mb is not None:
+            kwargs["object_store_memory"] = int(cfg.object_store_mb) * 2**20
+        # A private temp dir: `ray start` clusters of other users of this machine are not ours.
+        kwargs["_temp_dir"] = cfg.temp_dir or tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
+    ray.init(address=address, **kwargs)
+    return True
+
+
+class RaySession:
+    """Connects on first need (a rerun with nothing left to prove starts no Ray) and shuts down
+    on close only a Ray it started."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+        self.started = False
+
+    def ensure(self) -> None:
+        if not ray.is_initialized():
+            self.started = connect(self.cfg) or self.started
+
+    def close(self) -> None:
+        if self.started and ray.is_initialized():
+            ray.shutdown()
+        self.started = False
+
+
+def gpu_share(requested: float | None, consumers: int) -> float:
+    """GPUs for one of `consumers` model actors: as requested, or an equal share of one GPU
+    when the cluster has any (Ray accepts fractions below 1)."""
+    if requested is not None:
+        return float(requested)
+    total = ray.cluster_resources().get("GPU", 0.0)
+    if total <= 0:
+        return 0.0
+    share = total / consumers
+    return 1.0 if share >= 1 else math.floor(share * 100) / 100
+
+
+@dataclass
+class Fleet:
+    """The actors of one benchmark run."""
+
+    retriever: Any | None
+    generators: list[Any]
+    workers: list[Any]
+
+    def all_actors(self) -> list[Any]:
+        return ([self.retriever] if self.retriever is not None else []) + self.generators + self.workers
+
+    def stats(self) -> dict:
+        """Batching and memory of every actor still alive (dead ones are left out)."""
+        out: dict[str, Any] = {"retriever": None, "generators": [], "workers": []}
+        if self.retriever is not None:
+            out["retriever"] = _quiet_get(self.retriever.stats.remote())
+        out["generators"] = [s for s in (_quiet_get(g.stats.remote()) for g in self.generators) if s]
+        out["workers"] = [s for s in (_quiet_get(w.info.remote()) for w in self.workers) if s]
+        return out
+
+    def shutdown(self) -> None:
+        for actor in self.all_actors():
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as e:  # already dead
+                log.debug("ray.kill: %s", e)
+
+
+def _quiet_get(ref: Any, timeout: float = 30.0) -> Any:
+    try:
+        return ray.get(ref, timeout=timeout)
+    except Exception as e:
+        log.debug("actor did not answer: %s", e)
+        return None
+
+
+def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSpec,
+                search: SearchConfig, batching: BatchingConfig, run: str) -> Fleet:
+    """Start the model actors and `cfg.num_workers` ProverWorkers (`cfg` is a RayConfig);
+    waits until every actor is up, so a model that fails to load fails here."""
+    if cfg.num_workers <= 0 or cfg.num_generators <= 0:
+        raise ValueError("ray.num_workers and ray.num_generators must be positive")
+    uses_retriever = retriever_spec.name != "none"
+    consumers = cfg.num_generators + (1 if uses_retriever and cfg.shared_retriever else 0)
+    common = dict(max_concurrency=cfg.max_concurrency, max_restarts=cfg.actor_restarts,
+                  max_task_retries=cfg.actor_restarts)
+    retriever = None
+    if uses_retriever and cfg.shared_retriever:
+        retriever = RetrieverActor.options(num_cpus=cfg.retriever_cpus,
+                                           num_gpus=gpu_share(cfg.retriever_gpus, consumers),
+                                           **common).remote(retriever_spec, batching)
+    generators = [GeneratorActor.options(num_cpus=cfg.generator_cpus,
+                                         num_gpus=gpu_share(cfg.generator_gpus, consumers),
+                                         **common).remote(generator_spec, batching)
+                  for _ in range(cfg.num_generators)]
+    premises = retriever if retriever is not None else retriever_spec
+    workers = [ProverWorker.options(num_cpus=cfg.worker_cpus, max_restarts=0).remote(
+        f"{run}/worker-{i}", env, search, retriever_spec.name, premises, generators[i % len(generators)])
+        for i in range(cfg.num_workers)]
+    fleet = Fleet(retriever, generators, workers)
+    try:  # a model that does not load, or an env that cannot run, fails here and says why
+        ray.get([a.__ray_ready__.remote() for a in fleet.all_actors()])
+    except BaseException:
+        fleet.shutdown()
+        raise
+    return fleet

@@ -1,0 +1,209 @@
+"""`prover benchmark`: prove a set of theorems in parallel on Ray and compare retrievers.
+
+The driver loads the theorems, skips those the results file already has, starts the actors
+(`prover.search.actors`) and hands theorems to idle workers. Each finished theorem is appended
+to the results file at once (`prover.search.results`). A worker that dies (killed, OOM, node
+lost) is dropped and its theorem goes to another worker, at most `ray.max_attempts` times in
+all; the run completes on the workers left. On Ctrl-C the file already holds every finished
+theorem, and a rerun resumes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from prover.search.batching import BatchingConfig
+from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
+                                      retriever_spec)
+from prover.search.results import (ResultsFile, check_run_info, lost_record, rate_label,
+                                   summarize_run, write_summary)
+from prover.search.settings import as_object, resume_settings, run_name
+from prover.search.theorems import ProofTask, load_tasks
+from prover.utils.runinfo import git_commit, machine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Hooks:
+    """Callbacks for tests and tools watching a run (all optional)."""
+
+    on_result: Callable[[dict, Any], None] | None = None  # (record, dispatcher) after each append
+    on_dispatch: Callable[[ProofTask, Any, int], None] | None = None  # (task, worker, attempt)
+    on_fleet: Callable[[Any], None] | None = None  # (fleet) once the actors are up
+
+
+class AllWorkersLost(RuntimeError):
+    pass
+
+
+class Dispatcher:
+    """Hands theorems to idle workers and records each result as it arrives."""
+
+    def __init__(self, fleet: Any, results: ResultsFile, env: str, retriever: str,
+                 max_attempts: int, hooks: Hooks | None = None) -> None:
+        self.fleet = fleet
+        self.results = results
+        self.env = env
+        self.retriever = retriever
+        self.max_attempts = max(1, max_attempts)
+        self.hooks = hooks or Hooks()
+        self.alive = list(fleet.workers)
+        self.in_flight: dict[Any, tuple[Any, ProofTask, int]] = {}  # ref -> (worker, task, attempt)
+        self.workers_lost = 0
+        self.retries = 0
+        self.recorded = 0
+
+    def busy_workers(self) -> list[Any]:
+        return [w for w, _, _ in self.in_flight.values()]
+
+    def run(self, tasks: list[ProofTask], progress: bool = True, already_done: int = 0) -> None:
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+        pending = deque((t, 1) for t in tasks)
+        idle = list(self.alive)
+        proved = 0
+        bar = tqdm(total=len(tasks) + already_done, initial=already_done, desc="prove",
+                   unit="thm", disable=not progress)
+        try:
+            while pending or self.in_flight:
+                while idle and pending:
+                    worker = idle.pop()
+                    task, attempt = pending.popleft()
+                    self.in_flight[worker.prove.remote(task, attempt)] = (worker, task, attempt)
+                    if self.hooks.on_dispatch is not None:
+                        self.hooks.on_dispatch(task, worker, attempt)
+                if not self.in_flight:
+                    raise AllWorkersLost(f"every worker died; {len(pending)} theorems were not attempted "
+                                         f"(rerun to resume)")
+                ready, _ = ray.wait(list(self.in_flight), num_returns=1)
+                for ref in ready:
+                    worker, task, attempt = self.in_flight.pop(ref)
+                    try:
+                        record = ray.get(ref)
+                    except RayTaskError as e:
+                        # The search raised (a model actor died under it, say); the worker lives
+                        # on. Caught first: the error may wrap a RayActorError of that actor.
+                        idle.append(worker)
+                        log.warning("search of %s failed (attempt %d): %s", task.name, attempt,
+                                    _first_line(e))
+                        self._retry_or_give_up(pending, task, attempt, _first_line(e))
+                        continue
+                    except RayActorError as e:  # the worker itself died: drop it
+                        self.workers_lost += 1
+                        self.alive.remove(worker)
+                        log.warning("worker died while proving %s (attempt %d): %s", task.name, attempt,
+                                    _first_line(e))
+                        self._retry_or_give_up(pending, task, attempt, f"worker died: {_first_line(e)}")
+                        continue
+                    idle.append(worker)
+                    self._record(record)
+                    proved += record["status"] == "proved"
+                    bar.update(1)
+                    bar.set_postfix(proved=proved, workers=len(self.alive))
+                    if self.hooks.on_result is not None:
+                        self.hooks.on_result(record, self)
+        finally:
+            bar.close()
+
+    def _record(self, record: dict) -> None:
+        self.results.append(record)
+        self.recorded += 1
+
+    def _retry_or_give_up(self, pending: deque, task: ProofTask, attempt: int, message: str) -> None:
+        if attempt < self.max_attempts:
+            self.retries += 1
+            pending.appendleft((task, attempt + 1))  # next free worker takes it first
+            return
+        self._record(lost_record(task, self.env, self.retriever, attempt,
+                                 f"gave up after {attempt} attempts; last: {message}"))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "",
+            tactic_spec: Any = None) -> dict:
+    """One run (one env and retriever) of the benchmark; returns its summary row. `session`
+    (an actors.RaySession) connects to Ray when there is something to prove; `tactic_spec`
+    replaces the generator that cfg.generator describes (tests pass a test double)."""
+    from prover.search import actors
+    require_env(cfg.env.name)
+    search = as_object(cfg.search)
+    batching: BatchingConfig = as_object(cfg.batching)
+    env: EnvSpec = env_spec(cfg)
+    tasks = load_tasks(cfg.theorems)
+    name = run_name(cfg)
+    run_dir = Path(cfg.out_dir) / name
+    results = ResultsFile(run_dir / "results.jsonl")
+    check_run_info(run_dir, resume_settings(cfg), {
+        "command": command, "git_commit": git_commit(), "machine": machine(), "theorems": len(tasks),
+        "env_label": f"env: {cfg.env.name}", "rate_label": rate_label(cfg.env.name)})
+    results.repair()
+    done = results.finished_keys()
+    todo = [t for t in tasks if t.key not in done]
+    log.info("%s: %d theorems, %d already finished, %d to prove (env: %s, retriever: %s)",
+             name, len(tasks), len(tasks) - len(todo), len(todo), cfg.env.name, cfg.retriever.name)
+    stats: dict[str, Any] = {}
+    if todo:
+        session.ensure()
+        fleet = None
+        t0 = time.perf_counter()
+        try:
+            fleet = actors.start_fleet(cfg.ray, retriever_spec(cfg), tactic_spec or generator_spec(cfg),
+                                       env, search, batching, name)
+            if hooks and hooks.on_fleet:
+                hooks.on_fleet(fleet)
+            dispatcher = Dispatcher(fleet, results, cfg.env.name, cfg.retriever.name,
+                                    cfg.ray.max_attempts, hooks)
+            dispatcher.run(todo, progress=cfg.progress, already_done=len(tasks) - len(todo))
+            stats = {"wall_s": round(time.perf_counter() - t0, 2), "workers_lost": dispatcher.workers_lost,
+                     "retries": dispatcher.retries, **fleet.stats()}
+        finally:
+            if fleet is not None:
+                fleet.shutdown()
+        _save_batching(run_dir, stats)
+    row = summarize_run([r for r in results.records() if r["key"] in {t.key for t in tasks}], len(tasks))
+    row["last_session"] = stats
+    return row
+
+
+def _save_batching(run_dir: Path, stats: dict) -> None:
+    """Keep the last session's achieved batch sizes beside the results (run.json)."""
+    import json
+    from prover.data.jsonio import write_json
+    path = run_dir / "run.json"
+    info = json.loads(path.read_text())
+    info["batching"] = {"retriever": stats.get("retriever"), "generators": stats.get("generators")}
+    info["last_session"] = {k: stats.get(k) for k in ("wall_s", "workers_lost", "retries")}
+    write_json(path, info)
+
+
+def run_benchmark(cfg: Any, retrievers: list[str] | None = None, hooks: Hooks | None = None,
+                  command: str = "", tactic_spec: Any = None) -> dict:
+    """Run the benchmark once per retriever (default: cfg.retriever.name) into cfg.out_dir,
+    then write the summary (JSON + Markdown) over every run in that folder."""
+    from omegaconf import OmegaConf
+    from prover.search.actors import RaySession
+    rows = {}
+    session = RaySession(cfg.ray)
+    try:
+        for name in retrievers or [cfg.retriever.name]:
+            run_cfg = OmegaConf.merge(cfg, {"retriever": {"name": name}})
+            if retrievers and len(retrievers) > 1 and cfg.run_name:
+                run_cfg.run_name = f"{cfg.run_name}-{name}"
+            rows[run_name(run_cfg)] = run_one(run_cfg, session, hooks, command, tactic_spec)
+    finally:
+        session.close()
+    summary = write_summary(cfg.out_dir, {"command": command, "git_commit": git_commit()})
+    summary["this_invocation"] = rows
+    return summary

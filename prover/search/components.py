@@ -1,0 +1,131 @@
+"""Recipes for the parts of a search: built where they run (in a Ray actor, or in process).
+
+A spec is small and picklable; `build()` loads the corpus, the retriever or the generator in
+the process that will use it, so a model is never shipped between processes and a worker that
+only runs searches never loads one. `EnvSpec.make(theorem)` opens nothing: the search opens and
+closes the env it is handed.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from prover.data.theorem import Theorem
+from prover.env.base import ENV_LEANDOJO, ENV_REPLAY, ProofEnv
+from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
+from prover.env.replay import ReplayConfig, ReplayEnv
+from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
+
+log = logging.getLogger(__name__)
+
+NO_RETRIEVER = "none"
+ENVS = (ENV_LEANDOJO, ENV_REPLAY)
+
+
+class EnvUnavailableError(RuntimeError):
+    """The requested environment cannot run on this machine."""
+
+
+def require_env(name: str) -> None:
+    """Refuse to start a run whose environment cannot work here, saying what to do instead."""
+    if name not in ENVS:
+        raise ValueError(f"unknown env {name!r}: expected one of {', '.join(ENVS)}")
+    if name == ENV_LEANDOJO and not lean_toolchain_available():
+        raise EnvUnavailableError(
+            "--env leandojo needs a Lean 4 toolchain (lake and lean on PATH, or elan), and none "
+            "was found on this machine. Install elan (https://github.com/leanprover/elan) to prove "
+            "theorems in Lean, or use --env replay to exercise search, Ray and fault handling on "
+            "traced proofs (a simulator: its proof rate is not pass@1).")
+
+
+@dataclass
+class EnvSpec:
+    name: str = ENV_LEANDOJO
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
+
+    def make(self, theorem: Theorem) -> ProofEnv:
+        if self.name == ENV_REPLAY:
+            return ReplayEnv(theorem, self.replay)
+        if self.name == ENV_LEANDOJO:
+            return LeanDojoEnv(theorem, self.leandojo)
+        raise ValueError(f"unknown env {self.name!r}: expected one of {', '.join(ENVS)}")
+
+
+@dataclass
+class RetrieverSpec:
+    """A registered retriever over the corpus of a dataset folder, `k` premises per state."""
+
+    name: str = NO_RETRIEVER
+    corpus: str | None = None  # dataset folder holding corpus.jsonl[.gz]
+    k: int = 10
+    cfg: dict = field(default_factory=dict)  # the `retriever:` section the registry reads
+
+    def build(self) -> PremiseSource:
+        if self.name == NO_RETRIEVER:
+            return NoPremises()
+        if not self.corpus:
+            raise ValueError(f"retriever {self.name} needs a corpus: set retriever.corpus "
+                             f"(or --corpus) to a dataset folder")
+        from prover.config import RetrieverConfig
+        from prover.data.dataset import Dataset
+        from retriever.registry import build_retriever
+        corpus = Dataset(self.corpus).corpus()
+        # The registry reads a typed `retriever:` section (bm25 settings as a BM25Config).
+        section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {**self.cfg, "name": self.name})
+        retriever = build_retriever(self.name, corpus, OmegaConf.create({"retriever": section}))
+        log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
+        return RetrieverPremises(retriever, self.k)
+
+    def describe(self) -> str:
+        return self.name
+
+
+@dataclass
+class GeneratorSpec:
+    model: str | None = None
+    num_samples: int = 64
+    method: str = "beam"
+    temperature: float = 1.0
+    batch_size: int = 16
+    max_bytes: int | None = None
+    device: str = "auto"
+
+    def build(self) -> TacticSource:
+        if not self.model:
+            raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
+                             "generator folder (prover generator train writes …/generator/model)")
+        if not (Path(self.model) / "config.json").exists():
+            raise FileNotFoundError(f"no trained generator at {self.model} (expected config.json there)")
+        from generator.model import TacticGenerator
+        from prover.utils.training import pick_device
+        gen = TacticGenerator.load(self.model, device=pick_device(self.device))
+        return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
+                                self.batch_size, self.max_bytes)
+
+    def describe(self) -> str:
+        return f"{self.model} ({self.method}, {self.num_samples})"
+
+
+def retriever_spec(cfg: Any) -> RetrieverSpec:
+    """From a benchmark config's `retriever` section."""
+    r = cfg.retriever
+    section = {"models": r.models, "run_dir": r.run_dir, "device": r.device,
+               "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25}
+    return RetrieverSpec(r.name, r.corpus, r.k, section)
+
+
+def generator_spec(cfg: Any) -> GeneratorSpec:
+    g = cfg.generator
+    return GeneratorSpec(g.model, cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
+                         g.max_bytes, g.device)
+
+
+def env_spec(cfg: Any) -> EnvSpec:
+    e = cfg.env
+    as_obj = (lambda n: OmegaConf.to_object(n)) if OmegaConf.is_config(e) else (lambda n: n)
+    return EnvSpec(e.name, as_obj(e.replay), as_obj(e.leandojo))

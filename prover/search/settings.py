@@ -1,0 +1,111 @@
+"""Structured configs of the proof-search benchmark (configs/search/*.yaml fill them in)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from prover.env.leandojo_env import LeanDojoConfig
+from prover.env.replay import ReplayConfig
+from prover.search.batching import BatchingConfig
+from prover.search.best_first import SearchConfig
+from retriever.bm25 import BM25Config
+
+
+@dataclass
+class TheoremsConfig:
+    # "minif2f", a LeanDojo split file (.json / .json.gz), a dataset folder (with `split`),
+    # or a theorem list (.jsonl, one {url, commit, file_path, full_name[, start]} per line).
+    source: str = "minif2f"
+    # minif2f: valid | test (null: both); a dataset folder: e.g. random/test.
+    split: str | None = None
+    minif2f_path: str | None = None  # default: $PROVER_DATA/minif2f/minif2f.json
+    names: list[str] = field(default_factory=list)  # only these full names (empty: all)
+    limit: int | None = None  # the first N (after `names`)
+
+
+@dataclass
+class RetrievalSettings:
+    # none, bm25, bm25-plain, reprover, cfr, cfr-conventional, cfr+car, hybrid
+    name: str = "none"
+    k: int = 10  # premises retrieved per state (the generator keeps those that fit its input)
+    corpus: str | None = None  # dataset folder whose corpus.jsonl is searched
+    models: str | None = None  # retriever training config naming the trained models' run_dir
+    run_dir: str | None = None
+    device: str = "auto"
+    bm25: BM25Config = field(default_factory=BM25Config)
+
+
+@dataclass
+class GeneratorSettings:
+    model: str | None = None  # trained generator folder (…/generator/model)
+    method: str = "beam"  # beam | sampling
+    temperature: float = 1.0
+    batch_size: int = 16  # states per forward pass
+    max_bytes: int | None = None  # input budget (default: the model's)
+    device: str = "auto"
+
+
+@dataclass
+class EnvSettings:
+    name: str = "leandojo"  # leandojo | replay (a simulator: never pass@1)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
+
+
+@dataclass
+class RayConfig:
+    # null: $RAY_ADDRESS when set (a job submitted with `ray job submit`), else a new local
+    # cluster. "auto" joins the cluster `ray start` last started on this machine.
+    address: str | None = None
+    num_workers: int = 4  # ProverWorker actors, one search at a time each
+    num_generators: int = 1  # GeneratorActors; workers are spread over them
+    shared_retriever: bool = True  # False: every worker holds its own retriever copy
+    worker_cpus: float = 1.0
+    retriever_cpus: float = 1.0
+    generator_cpus: float = 1.0
+    # null: a share of one GPU when the cluster has GPUs (retriever and generators split it), else 0.
+    retriever_gpus: float | None = None
+    generator_gpus: float | None = None
+    max_concurrency: int = 256  # concurrent requests an actor accepts (its batcher's supply)
+    actor_restarts: int = 1  # times Ray restarts a dead retriever/generator actor
+    max_attempts: int = 2  # tries per theorem when the worker running it dies
+    # A local cluster only:
+    local_num_cpus: int | None = None
+    object_store_mb: int | None = None
+    temp_dir: str | None = None
+
+
+@dataclass
+class SearchBenchmarkConfig:
+    theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    retriever: RetrievalSettings = field(default_factory=RetrievalSettings)
+    generator: GeneratorSettings = field(default_factory=GeneratorSettings)
+    env: EnvSettings = field(default_factory=EnvSettings)
+    batching: BatchingConfig = field(default_factory=BatchingConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    out_dir: str = "runs/search"
+    run_name: str | None = None  # results folder under out_dir (default: <env>-<retriever>)
+    progress: bool = True
+
+
+def as_object(node: Any) -> Any:
+    """A config node as its dataclass (runs the dataclass's own checks)."""
+    return OmegaConf.to_object(node) if OmegaConf.is_config(node) else node
+
+
+def run_name(cfg: Any) -> str:
+    return cfg.run_name or f"{cfg.env.name}-{cfg.retriever.name}"
+
+
+def resume_settings(cfg: Any) -> dict:
+    """What a results file's records depend on: a rerun with other values must not append to it."""
+    plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    out = {"theorems": {k: plain["theorems"][k] for k in ("source", "split")},
+           **{k: plain[k] for k in ("search", "retriever", "generator", "env")}}
+    # Where and how fast models run changes no result: a run may resume on other hardware.
+    for section, key in (("generator", "device"), ("generator", "batch_size"), ("retriever", "device")):
+        out[section].pop(key, None)
+    return out

@@ -1,0 +1,155 @@
+"""The theorems a benchmark proves: a LeanDojo split, MiniF2F, or a list file.
+
+Every source becomes `ProofTask`s holding a `prover.data.theorem.Theorem` (url, commit, file
+path, full name, position, and the traced tactics when the source has them: only ReplayEnv
+uses those). MiniF2F theorems come from `minif2f/minif2f.json` of the shared data: its `url`
+and `commit` name the miniF2F-lean4 repository LeanDojo opens them in.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prover.data.errors import DataError
+from prover.data.jsonio import iter_jsonl, load_json, resolve
+from prover.data.theorem import Theorem, load_theorems, parse_theorem, split_path
+
+log = logging.getLogger(__name__)
+
+MINIF2F = "minif2f"
+MINIF2F_SPLITS = ("valid", "test")
+
+
+@dataclass(frozen=True)
+class ProofTask:
+    """One theorem to prove, and where it came from."""
+
+    theorem: Theorem
+    source: str  # leandojo, minif2f or list
+    split: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Unique within a benchmark: results files and resume go by it."""
+        return f"{self.theorem.file_path}::{self.theorem.full_name}"
+
+    @property
+    def name(self) -> str:
+        return self.theorem.full_name
+
+
+def default_data_root() -> Path:
+    """`$PROVER_DATA`, else `../shared/data` (the layout the README describes)."""
+    return Path(os.environ.get("PROVER_DATA", "../shared/data"))
+
+
+def load_minif2f(path: str | Path, split: str | None = None) -> list[ProofTask]:
+    """MiniF2F theorems (both splits, or `valid` / `test`), to be opened in miniF2F-lean4."""
+    if split is not None and split not in MINIF2F_SPLITS:
+        raise ValueError(f"MiniF2F split must be one of {MINIF2F_SPLITS}, not {split!r}")
+    src = str(resolve(path))
+    data = load_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("theorems"), list):
+        raise DataError(src, "expected an object with url, commit and theorems")
+    for key in ("url", "commit"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise DataError(src, "missing the miniF2F-lean4 repository's field", field_name=key)
+    tasks = []
+    for i, t in enumerate(data["theorems"]):
+        if split is not None and t.get("split") != split:
+            continue
+        thm = _theorem_from_ref({**t, "url": data["url"], "commit": data["commit"]}, src, i)
+        tasks.append(ProofTask(thm, MINIF2F, t.get("split")))
+    return tasks
+
+
+def _theorem_from_ref(obj: Any, src: str, index: int) -> Theorem:
+    """A theorem known by reference only (no traced tactics)."""
+    if not isinstance(obj, dict):
+        raise DataError(src, f"expected an object, got {type(obj).__name__}", index)
+    for key in ("url", "commit", "file_path", "full_name"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise DataError(src, "missing or empty", index, key)
+    start = obj.get("start") or [1, 1]
+    record = {"traced_tactics": [], **obj, "start": start, "end": obj.get("end") or start}
+    return parse_theorem(record, src, index, None)
+
+
+def load_list(path: str | Path) -> list[ProofTask]:
+    """A `.jsonl` theorem list: one {url, commit, file_path, full_name[, start, end,
+    traced_tactics]} per line."""
+    src = str(resolve(path))
+    return [ProofTask(_theorem_from_ref(obj, src, lineno), "list")
+            for lineno, obj in iter_jsonl(path)]
+
+
+def load_source(source: str, split: str | None = None, minif2f_path: str | None = None) -> list[ProofTask]:
+    if source == MINIF2F:
+        return load_minif2f(minif2f_path or default_data_root() / "minif2f" / "minif2f.json", split)
+    path = Path(source)
+    if path.is_dir():
+        if not split:
+            raise ValueError(f"{source} is a dataset folder: say which split (e.g. theorems.split=random/test)")
+        return [ProofTask(t, "leandojo", split) for t in load_theorems(split_path(path, split))]
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        return load_list(path)
+    if path.name.endswith((".json", ".json.gz")):
+        with _opened(path) as head:
+            if head.lstrip().startswith("{"):  # an object, not a split's array: MiniF2F's layout
+                return load_minif2f(path, split)
+        return [ProofTask(t, "leandojo", split) for t in load_theorems(path)]
+    raise ValueError(f"--theorems {source!r}: expected minif2f, a dataset folder, a LeanDojo split "
+                     f"file (.json/.json.gz) or a theorem list (.jsonl)")
+
+
+class _opened:
+    """The first kilobyte of a (possibly gzipped) file, to tell an object from an array."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = resolve(path)
+
+    def __enter__(self) -> str:
+        import gzip
+        opener = gzip.open if self.path.suffix == ".gz" else open
+        with opener(self.path, "rb") as f:
+            return f.read(1024).decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def load_tasks(cfg: Any) -> list[ProofTask]:
+    """The benchmark's theorems (`cfg` is a TheoremsConfig), filtered by names, then limited."""
+    tasks = load_source(cfg.source, cfg.split, cfg.minif2f_path)
+    if cfg.names:
+        wanted = list(cfg.names)
+        by_name = {t.name: t for t in tasks}
+        missing = [n for n in wanted if n not in by_name]
+        if missing:
+            raise ValueError(f"theorems not in {cfg.source}: {', '.join(missing[:5])}"
+                             + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+        keep = set(wanted)
+        tasks = [t for t in tasks if t.name in keep]
+    if cfg.limit is not None:
+        if cfg.limit <= 0:
+            raise ValueError(f"theorems.limit must be positive, not {cfg.limit}")
+        tasks = tasks[:cfg.limit]
+    keys = [t.key for t in tasks]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"theorem {dup} appears twice in {cfg.source}")
+    log.info("%d theorems from %s%s", len(tasks), cfg.source, f" ({cfg.split})" if cfg.split else "")
+    return tasks
+
+
+def task_json(task: ProofTask) -> dict:
+    t = task.theorem
+    return {"theorem": t.full_name, "file_path": t.file_path, "url": t.url, "commit": t.commit,
+            "source": task.source, "split": task.split, "key": task.key}
+
+
+__all__ = ["ProofTask", "load_tasks", "load_source", "load_minif2f", "load_list", "task_json",
+           "default_data_root", "MINIF2F"]

@@ -1,0 +1,135 @@
+"""The benchmark submitted with `ray job submit` to a `ray start --head` cluster on loopback.
+
+The head runs as `ray start --head --block` in a child process of the test: terminating that
+process stops the processes it started, and only those (`ray stop` would stop every Ray on the
+machine, other users' included). Every port is a free one, and the temp dir is private. The
+dashboard (the jobs API) listens on 127.0.0.1 and the job is submitted there; Ray itself turns
+`--node-ip-address=127.0.0.1` into the host's address and binds its gRPC servers as it does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.search_doubles import save_untrained_generator
+
+pytest.importorskip("ray")
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _ray_bin() -> str:
+    found = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    if not Path(found).exists():
+        pytest.fail("the ray command line is not installed beside this Python")
+    return found
+
+
+@pytest.fixture
+def untrained_generator(tmp_path):
+    """The job's plumbing is under test: a tiny generator straight from initialization."""
+    return save_untrained_generator(tmp_path / "gen")
+
+
+@pytest.fixture
+def head_node(tmp_path):
+    gcs, dash, client, node_mgr, obj_mgr, agent, agent_grpc, env_agent, metrics = _free_ports(9)
+    temp = tempfile.mkdtemp(prefix="rj-", dir="/tmp")  # short: socket paths have a length limit
+    log = open(tmp_path / "ray-start.log", "w")
+    proc = subprocess.Popen(
+        [_ray_bin(), "start", "--head", "--block", f"--port={gcs}", "--node-ip-address=127.0.0.1",
+         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+         f"--ray-client-server-port={client}", f"--node-manager-port={node_mgr}",
+         f"--object-manager-port={obj_mgr}", f"--dashboard-agent-listen-port={agent}",
+         f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={env_agent}",
+         f"--metrics-export-port={metrics}", "--num-cpus=2", f"--object-store-memory={128 * 2**20}",
+         f"--temp-dir={temp}", "--disable-usage-stats"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    address = f"http://127.0.0.1:{dash}"
+    try:
+        _wait_for_dashboard(address, proc, tmp_path / "ray-start.log")
+        yield address
+    finally:
+        proc.terminate()  # --block: ray start stops the processes it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        _reap(temp)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _wait_for_dashboard(address: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"ray start exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{address}/api/version", timeout=2):
+                return
+        except urllib.error.HTTPError as e:
+            if e.code == 401:  # up, and asking for the cluster's auth token (Ray's token auth)
+                return
+            time.sleep(1)
+        except OSError:
+            time.sleep(1)
+    pytest.fail(f"the dashboard at {address} did not come up in {timeout:.0f} s")
+
+
+def _reap(temp: str) -> None:
+    """Stop any process of this head left behind (found by its private temp dir), by pid."""
+    import psutil
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(temp in part for part in (p.info["cmdline"] or [])):
+                p.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+
+
+def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, data_root):
+    out = tmp_path / "out"
+    cmd = [_ray_bin(), "job", "submit", "--address", head_node, "--",
+           sys.executable, str(REPO / "benchmarks" / "search_job.py"),
+           "--config", str(REPO / "configs" / "search" / "tiny.yaml"),
+           "--theorems", str(data_root / "leandojo-sample" / "test.json"), "--limit", "6",
+           "--retriever", "bm25", "--env", "replay", "--corpus", str(data_root / "mathlib-src-mini"),
+           "--generator", str(untrained_generator), "--out", str(out),
+           "search.max_expansions=1", "search.num_tactics=2"]
+    # Ray 2.60 clusters ask for a token (~/.ray/auth_token); the jobs client sends it in token mode.
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "RAY_AUTH_MODE": "token"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    logs = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, logs
+    assert "succeeded" in done.stdout, logs
+    records = [json.loads(line) for line in (out / "replay-bm25" / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and {r["env"] for r in records} == {"replay"}
+    info = json.loads((out / "replay-bm25" / "run.json").read_text())
+    assert info["batching"]["retriever"]["name"] == "bm25"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runs"]["replay-bm25"]["theorems"] == 6
+    # The job's driver joined the submitted-to cluster instead of starting its own.
+    assert "starting a local cluster" not in done.stdout and "joining" in done.stdout
