@@ -181,3 +181,44 @@ def test_cli_build_data_and_suggest(tiny_generator, tmp_path, mini_root):
     out = subprocess.run([sys.executable, "-m", "prover.cli", "generator", "suggest", "--model", summary["model"],
                           "--state", str(empty)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "empty" in out.stderr
+
+
+def test_training_resumes_where_it_stopped(tmp_path, mini_root, monkeypatch, tiny_generator):
+    """Killed after step 5 (checkpoint at 4), resumed: the same losses as a straight run.
+    Reuses the tiny fixture's built data, so only 2 x 6 short steps run here."""
+    from generator.train import train_generator
+    from prover.utils.training import Budget
+    cfg0, _ = tiny_generator
+
+    def cfg(run: str):
+        return load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml",
+                           [f"run_dir={tmp_path / run}", f"data.root={mini_root}", "train.max_steps=6",
+                            "train.batch_size=4", "train.log_every=1", "train.checkpoint_every=2",
+                            "train.eval_examples=4", "train.eval_beams=0", "model.dropout=0.1"])
+
+    for run in ("a", "b"):  # the augmented data is already built: share it
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "data").symlink_to(f"{cfg0.run_dir}/data")
+    train_generator(cfg("a"))
+
+    def kill_after_5(self):
+        if self.progress.step >= 5:
+            raise KeyboardInterrupt
+        return False
+
+    with monkeypatch.context() as m:
+        m.setattr(Budget, "exhausted", kill_after_5)
+        with pytest.raises(KeyboardInterrupt):
+            train_generator(cfg("b"))
+    summary = train_generator(cfg("b"))
+    assert summary["steps"] == 6 and summary["done"]
+
+    def losses(run: str) -> list[tuple[int, float]]:
+        import json
+        rows = [json.loads(line) for line in (tmp_path / run / "generator/train_log.jsonl").open()]
+        return [(r["step"], r["loss"]) for r in rows if "loss" in r]
+
+    a, b = dict(losses("a")), losses("b")
+    assert [s for s, _ in b] == [1, 2, 3, 4, 5, 5, 6]
+    for step, loss in b:  # the same batches and dropout as the straight run
+        assert loss == pytest.approx(a[step], abs=1e-4)
