@@ -423,8 +423,7 @@ def test_prover_serve_command_binds_loopback(small, tmp_path):
     env = {**os.environ, "PROVER_SERVE_TOKEN": ""}
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "prover.cli", "serve", "--corpus", str(corpus_dir),
-                                 "--port", str(port), "--retrievers", "bm25", "default_retriever=bm25",
-                                 "rerank=false"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+                                 "--port", str(port), "--retrievers", "bm25", "rerank=false"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 90
         while True:

@@ -131,7 +131,9 @@ def load(cfg: Any, index: str | None = None, corpus: str | None = None, generati
     t0 = time.perf_counter()
     run_dir = run_dir_of(index) if index else None
     names = list(cfg.retrievers)
-    if cfg.default_retriever not in names:
+    if not names:
+        raise ValueError("no retrievers to serve: set retrievers (e.g. --retrievers cfr,bm25)")
+    if cfg.default_retriever and cfg.default_retriever not in names:
         raise ValueError(f"default_retriever {cfg.default_retriever!r} is not among the served "
                          f"retrievers {names}")
     _check_index(run_dir, names, cfg.require_index)

@@ -46,6 +46,7 @@ class SearchService:
             import torch
             torch.set_num_threads(int(cfg.threads))
         self._loaded = loaded if loaded is not None else load(cfg)
+        self.default_retriever = cfg.default_retriever or list(cfg.retrievers)[0]
         self._reload_lock = threading.Lock()
         self._stats_lock = threading.Lock()
         self._counts = {"searches": 0, "rejected": 0, "failed": 0, "reloads": 0}
@@ -70,7 +71,7 @@ class SearchService:
             self._counts[key] += 1
 
     def _resolve(self, retriever: str | None, rerank: bool | None) -> tuple[str, bool]:
-        name = retriever if retriever is not None else self.cfg.default_retriever
+        name = retriever if retriever is not None else self.default_retriever
         rerank = bool(rerank)
         if isinstance(name, str) and name.endswith(RERANK_SUFFIX):
             if name[: -len(RERANK_SUFFIX)] in self._loaded.first_stages:
@@ -185,7 +186,7 @@ class SearchService:
             counts = dict(self._counts)
         limits = self.cfg.limits
         return {"status": "ok", **self._describe(loaded), "retrievers": self.retriever_names(),
-                "default_retriever": self.cfg.default_retriever, "rerank": bool(loaded.rerankers),
+                "default_retriever": self.default_retriever, "rerank": bool(loaded.rerankers),
                 "limits": {"max_state_chars": limits.max_state_chars, "max_k": limits.max_k,
                            "default_k": limits.default_k},
                 "admin": bool(self.cfg.admin_token), "uptime_s": round(time.time() - self.started_at, 1),

@@ -42,7 +42,7 @@ class ServeConfig:
     models: str | None = None
     # First-stage retrievers served (registry names); `rerank: true` in a request puts CAR on top.
     retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
-    default_retriever: str = "cfr"
+    default_retriever: str | None = None  # None: the first of `retrievers`
     rerank: bool = True  # load <index>/car/model so requests may ask for re-ranking
     require_index: bool = True  # refuse to start if cfr/index is missing instead of encoding the corpus
     device: str = "auto"
