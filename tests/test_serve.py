@@ -472,3 +472,16 @@ def test_batcher_groups_by_key_and_reports_errors():
         assert b.stats()["largest_batch"] == 3
     finally:
         b.close()
+
+
+def test_committed_load_results_cover_both_modes_with_zero_errors():
+    result = json.loads((REPO / "benchmarks" / "results" / "serve-tiny.json").read_text())
+    rows = {(r["mode"], r["clients"]): r for r in result["rows"]}
+    assert set(rows) == {(m, c) for m in ("cfr", "cfr+car") for c in (1, 8, 64)}
+    assert result["total_errors"] == 0 and all(r["errors"] == 0 and r["requests"] > 0 for r in rows.values())
+    for r in rows.values():
+        assert r["throughput_rps"] == pytest.approx(r["requests"] / r["seconds"], rel=0.01)
+        assert 0 < r["p50_ms"] <= r["p99_ms"]
+    assert {"git_commit", "machine", "config", "wall_s", "startup_s"} <= set(result)
+    md = (REPO / "benchmarks" / "results" / "serve-tiny.md").read_text()
+    assert "| cfr+car | 64 |" in md
