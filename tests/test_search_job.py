@@ -133,3 +133,15 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, d
     assert summary["runs"]["replay-bm25"]["theorems"] == 6
     # The job's driver joined the submitted-to cluster instead of starting its own.
     assert "starting a local cluster" not in done.stdout and "joining" in done.stdout
+
+
+def test_cluster_launcher_config_is_valid():
+    """configs/cluster/cluster.yaml passes the Ray cluster launcher's own schema check."""
+    import yaml
+    from ray.autoscaler._private.util import prepare_config, validate_config
+    raw = yaml.safe_load((REPO / "configs" / "cluster" / "cluster.yaml").read_text())
+    validate_config(prepare_config(raw))
+    types = raw["available_node_types"]
+    assert types[raw["head_node_type"]]["resources"]["GPU"] == 1
+    assert any(t["resources"].get("GPU", 0) == 0 and t["max_workers"] > 0 for t in types.values())
+    assert "pip install -e" in " ".join(raw["setup_commands"])

@@ -163,25 +163,47 @@ def test_killed_worker_loses_nothing(tmp_path, tiny_models, local_ray, data_root
     cfg = _cfg(tmp_path / "bench", tiny_models, data_root, *ORACLE_SEARCH, "env.replay.delay_s=0.02",
                "ray.num_workers=2")
     oracle = OracleSpec(sample_theorems, focus_goals=True)
-    killed = []
+    killed, fleets = [], []
 
     def kill_a_busy_worker(record, dispatcher):
         if not killed and dispatcher.busy_workers():
-            victim = dispatcher.busy_workers()[0]
-            task = next(t for w, t, _ in dispatcher.in_flight.values() if w is victim)
-            killed.append(task.key)
+            victim = dispatcher.busy_workers()[0]  # mid-search: its theorem is in flight
+            killed.append(f"replay-none/worker-{fleets[0].workers.index(victim)}")
             ray.kill(victim, no_restart=True)
 
-    summary = run_benchmark(cfg, ["none"], Hooks(on_result=kill_a_busy_worker), tactic_spec=oracle)
+    summary = run_benchmark(cfg, ["none"], Hooks(on_result=kill_a_busy_worker, on_fleet=fleets.append),
+                            tactic_spec=oracle)
     records = _lines(tmp_path / "bench" / "replay-none" / "results.jsonl")
     assert len(killed) == 1
     assert len(records) == 20 and len({r["key"] for r in records}) == 20
-    retried = [r for r in records if r["key"] == killed[0]]
-    assert len(retried) == 1 and retried[0]["attempt"] == 2  # finished by the surviving worker
-    assert len({r["worker"] for r in records if r["attempt"] == 2}) == 1
+    # The theorem the dead worker was running went to the surviving worker, once.
+    retried = [r for r in records if r["attempt"] == 2]
+    assert len(retried) == 1 and retried[0]["worker"] != killed[0]
     info = json.loads((tmp_path / "bench" / "replay-none" / "run.json").read_text())
-    assert info["last_session"] == {"wall_s": info["last_session"]["wall_s"], "workers_lost": 1, "retries": 1}
+    session = info["last_session"]
+    assert (session["workers_lost"], session["retries"]) == (1, 1)
+    assert session["expansions"] == sum(r["expansions"] for r in records)
     assert summary["runs"]["replay-none"]["proved"] == SAMPLE_WITH_TACTICS
+
+
+def test_killed_generator_actor_is_restarted(tmp_path, tiny_models, local_ray, data_root, sample_theorems):
+    """Ray restarts a dead model actor (ray.actor_restarts); the searches waiting on it go on."""
+    cfg = _cfg(tmp_path / "bench", tiny_models, data_root, *ORACLE_SEARCH, "env.replay.delay_s=0.01")
+    fleets, killed = [], []
+
+    def kill_generator(record, dispatcher):
+        if len(killed) == 0 and dispatcher.recorded == 3:
+            pid = ray.get(fleets[0].generators[0].stats.remote())["pid"]
+            killed.append(pid)
+            ray.kill(fleets[0].generators[0], no_restart=False)
+
+    summary = run_benchmark(cfg, ["none"], Hooks(on_result=kill_generator, on_fleet=fleets.append),
+                            tactic_spec=OracleSpec(sample_theorems, focus_goals=True))
+    records = _lines(tmp_path / "bench" / "replay-none" / "results.jsonl")
+    assert len(killed) == 1 and len({r["key"] for r in records}) == 20
+    assert summary["runs"]["replay-none"]["proved"] == SAMPLE_WITH_TACTICS
+    info = json.loads((tmp_path / "bench" / "replay-none" / "run.json").read_text())
+    assert info["batching"]["generators"][0]["pid"] != killed[0]  # a new process served the rest
 
 
 def test_worker_deaths_are_bounded(tmp_path, tiny_models, local_ray, data_root, sample_theorems):

@@ -9,7 +9,8 @@ from prover.cli import main
 from prover.config import load_config
 from prover.data.errors import DataError
 from prover.search import components
-from prover.search.actors import resolve_address
+from prover.search import actors
+from prover.search.actors import gpu_share, resolve_address
 from prover.search.results import (ResultsFile, check_run_info, markdown, summarize_dir,
                                    summarize_run)
 from prover.search.settings import SearchBenchmarkConfig, TheoremsConfig, resume_settings
@@ -165,3 +166,13 @@ def test_ray_address_resolution(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")  # what `ray job submit` sets for a job
     assert resolve_address(None) == "10.0.0.1:6379"
     assert resolve_address("auto") == "auto"
+
+
+def test_model_actors_share_a_gpu_when_there_is_one(monkeypatch):
+    monkeypatch.setattr(actors.ray, "cluster_resources", lambda: {"CPU": 8.0, "GPU": 1.0})
+    assert gpu_share(None, 2) == 0.5 and gpu_share(None, 3) == 0.33
+    assert gpu_share(0.25, 2) == 0.25 and gpu_share(0, 2) == 0.0  # as configured
+    monkeypatch.setattr(actors.ray, "cluster_resources", lambda: {"CPU": 8.0, "GPU": 4.0})
+    assert gpu_share(None, 2) == 1.0  # whole GPUs when there are enough
+    monkeypatch.setattr(actors.ray, "cluster_resources", lambda: {"CPU": 8.0})
+    assert gpu_share(None, 2) == 0.0

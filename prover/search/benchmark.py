@@ -60,6 +60,8 @@ class Dispatcher:
         self.workers_lost = 0
         self.retries = 0
         self.recorded = 0
+        self.expansions = 0
+        self.seconds = 0.0  # from the first dispatch to the last result
 
     def busy_workers(self) -> list[Any]:
         return [w for w, _, _ in self.in_flight.values()]
@@ -70,6 +72,7 @@ class Dispatcher:
         pending = deque((t, 1) for t in tasks)
         idle = list(self.alive)
         proved = 0
+        t0 = time.perf_counter()
         bar = tqdm(total=len(tasks) + already_done, initial=already_done, desc="prove",
                    unit="thm", disable=not progress)
         try:
@@ -111,11 +114,13 @@ class Dispatcher:
                     if self.hooks.on_result is not None:
                         self.hooks.on_result(record, self)
         finally:
+            self.seconds += time.perf_counter() - t0
             bar.close()
 
     def _record(self, record: dict) -> None:
         self.results.append(record)
         self.recorded += 1
+        self.expansions += record.get("expansions", 0)
 
     def _retry_or_give_up(self, pending: deque, task: ProofTask, attempt: int, message: str) -> None:
         if attempt < self.max_attempts:
@@ -166,7 +171,8 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
             dispatcher = Dispatcher(fleet, results, cfg.env.name, cfg.retriever.name,
                                     cfg.ray.max_attempts, hooks)
             dispatcher.run(todo, progress=cfg.progress, already_done=len(tasks) - len(todo))
-            stats = {"wall_s": round(time.perf_counter() - t0, 2), "workers_lost": dispatcher.workers_lost,
+            stats = {"wall_s": round(time.perf_counter() - t0, 2), "dispatch_s": round(dispatcher.seconds, 3),
+                     "expansions": dispatcher.expansions, "workers_lost": dispatcher.workers_lost,
                      "retries": dispatcher.retries, **fleet.stats()}
         finally:
             if fleet is not None:
@@ -184,7 +190,8 @@ def _save_batching(run_dir: Path, stats: dict) -> None:
     path = run_dir / "run.json"
     info = json.loads(path.read_text())
     info["batching"] = {"retriever": stats.get("retriever"), "generators": stats.get("generators")}
-    info["last_session"] = {k: stats.get(k) for k in ("wall_s", "workers_lost", "retries")}
+    info["last_session"] = {k: stats.get(k) for k in ("wall_s", "dispatch_s", "expansions", "workers_lost",
+                                                      "retries")}
     write_json(path, info)
 
 
