@@ -239,6 +239,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for results files: how they were made
     return args
 
 

@@ -59,7 +59,7 @@ def run_benchmark_command(args: argparse.Namespace) -> int:
     except EnvUnavailableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    command = "prover benchmark " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "prover benchmark"
+    command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
     summary = run_benchmark(cfg, retrievers, command=command)
     print(markdown(summary))
     print(f"results: {Path(cfg.out_dir).resolve()} (summary.json, summary.md, <run>/results.jsonl)")

@@ -97,28 +97,20 @@ def load_source(source: str, split: str | None = None, minif2f_path: str | None 
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         return load_list(path)
     if path.name.endswith((".json", ".json.gz")):
-        with _opened(path) as head:
-            if head.lstrip().startswith("{"):  # an object, not a split's array: MiniF2F's layout
-                return load_minif2f(path, split)
+        if _head(path).lstrip().startswith("{"):  # an object, not a split's array: MiniF2F's layout
+            return load_minif2f(path, split)
         return [ProofTask(t, "leandojo", split) for t in load_theorems(path)]
     raise ValueError(f"--theorems {source!r}: expected minif2f, a dataset folder, a LeanDojo split "
                      f"file (.json/.json.gz) or a theorem list (.jsonl)")
 
 
-class _opened:
-    """The first kilobyte of a (possibly gzipped) file, to tell an object from an array."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = resolve(path)
-
-    def __enter__(self) -> str:
-        import gzip
-        opener = gzip.open if self.path.suffix == ".gz" else open
-        with opener(self.path, "rb") as f:
-            return f.read(1024).decode("utf-8", errors="replace").removeprefix("\ufeff")
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+def _head(path: Path, n: int = 1024) -> str:
+    """The first characters of a (possibly gzipped) file."""
+    import gzip
+    path = resolve(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        return f.read(n).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def load_tasks(cfg: Any) -> list[ProofTask]:
