@@ -187,8 +187,10 @@ def test_killed_worker_loses_nothing(tmp_path, tiny_models, local_ray, data_root
 
 
 def test_killed_generator_actor_is_restarted(tmp_path, tiny_models, local_ray, data_root, sample_theorems):
-    """Ray restarts a dead model actor (ray.actor_restarts); the searches waiting on it go on."""
-    cfg = _cfg(tmp_path / "bench", tiny_models, data_root, *ORACLE_SEARCH, "env.replay.delay_s=0.01")
+    """Ray restarts a dead model actor (ray.actor_restarts); the searches waiting on it go on.
+    One theorem's environment crashes mid-search: it is recorded as an error with the message."""
+    cfg = _cfg(tmp_path / "bench", tiny_models, data_root, *ORACLE_SEARCH, "env.replay.delay_s=0.01",
+               'env.replay.crash_theorems=["Convex.thickening"]', "env.replay.crash_after=2")
     fleets, killed = [], []
 
     def kill_generator(record, dispatcher):
@@ -201,7 +203,11 @@ def test_killed_generator_actor_is_restarted(tmp_path, tiny_models, local_ray, d
                             tactic_spec=OracleSpec(sample_theorems, focus_goals=True))
     records = _lines(tmp_path / "bench" / "replay-none" / "results.jsonl")
     assert len(killed) == 1 and len({r["key"] for r in records}) == 20
-    assert summary["runs"]["replay-none"]["proved"] == SAMPLE_WITH_TACTICS
+    row = summary["runs"]["replay-none"]
+    assert (row["proved"], row["errors"]) == (SAMPLE_WITH_TACTICS - 1, 1)
+    crashed = next(r for r in records if r["theorem"] == "Convex.thickening")
+    assert (crashed["status"], crashed["error_kind"]) == ("error", "env_crash")
+    assert crashed["error"] == "replay: simulated crash of Convex.thickening after 2 tactics"
     info = json.loads((tmp_path / "bench" / "replay-none" / "run.json").read_text())
     assert info["batching"]["generators"][0]["pid"] != killed[0]  # a new process served the rest
 

@@ -176,3 +176,20 @@ def test_model_actors_share_a_gpu_when_there_is_one(monkeypatch):
     assert gpu_share(None, 2) == 1.0  # whole GPUs when there are enough
     monkeypatch.setattr(actors.ray, "cluster_resources", lambda: {"CPU": 8.0})
     assert gpu_share(None, 2) == 0.0
+
+
+def test_committed_throughput_results_are_consistent():
+    """benchmarks/results/search-throughput-cfr.json: its numbers follow from its own counts."""
+    result = json.loads((REPO / "benchmarks/results/search-throughput-cfr.json").read_text())
+    rows = result["rows"]
+    assert [(r["workers"], r["retriever_placement"]) for r in rows] == [
+        (n, p) for p in ("shared actor", "copy per worker") for n in (1, 2, 4)]
+    for r in rows:
+        assert r["expansions_per_s"] == pytest.approx(r["expansions"] / r["dispatch_s"], abs=1e-3)
+        assert len(r["worker_rss_mib"]) == r["workers"]
+        assert r["retrieval_rss_total_mib"] == pytest.approx(
+            sum(r["worker_rss_mib"]) + (r["retriever_actor_rss_mib"] or 0), abs=0.2)
+        if r["retriever_placement"] == "shared actor":  # every expansion retrieved once, in batches
+            assert sum(int(k) * v for k, v in r["batch_sizes"].items()) == r["expansions"]
+    md = (REPO / "benchmarks/results/search-throughput-cfr.md").read_text()
+    assert "env: replay" in md and "pass@1" not in md
