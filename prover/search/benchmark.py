@@ -9,6 +9,7 @@ theorem, and a rerun resumes.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import deque
@@ -19,10 +20,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from prover.data.jsonio import write_json
 from prover.search.batching import BatchingConfig
 from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
                                       retriever_spec)
-from prover.search.results import (ResultsFile, check_run_info, lost_record, rate_label,
+from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
 from prover.search.settings import as_object, resume_settings, run_name
 from prover.search.theorems import ProofTask, load_tasks
@@ -185,9 +187,7 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
 
 def _save_batching(run_dir: Path, stats: dict) -> None:
     """Keep the last session's achieved batch sizes beside the results (run.json)."""
-    import json
-    from prover.data.jsonio import write_json
-    path = run_dir / "run.json"
+    path = run_dir / RUN_INFO
     info = json.loads(path.read_text())
     info["batching"] = {"retriever": stats.get("retriever"), "generators": stats.get("generators")}
     info["last_session"] = {k: stats.get(k) for k in ("wall_s", "dispatch_s", "expansions", "workers_lost",
