@@ -135,6 +135,25 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, d
     assert "starting a local cluster" not in done.stdout and "joining" in done.stdout
 
 
+def test_cli_starts_a_local_cluster_by_default(tmp_path, untrained_generator, data_root, monkeypatch, capsys):
+    """No address and no RAY_ADDRESS: `prover benchmark` starts its own Ray and stops it after."""
+    import ray
+    from prover.cli import main
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized()
+    out = tmp_path / "out"
+    code = main(["benchmark", "--config", str(REPO / "configs" / "search" / "tiny.yaml"),
+                 "--theorems", str(data_root / "leandojo-sample" / "test.json"), "--limit", "4",
+                 "--retriever", "none", "--env", "replay", "--generator", str(untrained_generator),
+                 "--out", str(out), "search.max_expansions=1", "search.num_tactics=2"])
+    assert code == 0 and not ray.is_initialized()
+    records = [json.loads(line) for line in (out / "replay-none" / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 4 and {r["retriever"] for r in records} == {"none"}
+    assert "| replay proof rate |" in capsys.readouterr().out
+    info = json.loads((out / "replay-none" / "run.json").read_text())
+    assert info["command"].startswith("prover benchmark --config") and info["batching"]["retriever"] is None
+
+
 def test_cluster_launcher_config_is_valid():
     """configs/cluster/cluster.yaml passes the Ray cluster launcher's own schema check."""
     import yaml

@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import socket
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -162,8 +161,8 @@ def connect(cfg: Any) -> bool:
             kwargs["num_cpus"] = cfg.local_num_cpus
         if cfg.object_store_mb is not None:
             kwargs["object_store_memory"] = int(cfg.object_store_mb) * 2**20
-        # A private temp dir: `ray start` clusters of other users of this machine are not ours.
-        kwargs["_temp_dir"] = cfg.temp_dir or tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+        if cfg.temp_dir:
+            kwargs["_temp_dir"] = cfg.temp_dir
     log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
     ray.init(address=address, **kwargs)
     return True
