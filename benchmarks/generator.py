@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-from omegaconf import OmegaConf
 
 # Run as a script, this file's folder comes first on sys.path and its name would shadow the
 # `generator` package.
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         retriever = None
         if cond not in ("none", "gold"):
-            retriever = build_retriever(cond, corpus, OmegaConf.create({"retriever": to_plain(cfg.retriever)}))
+            retriever = build_retriever(cond, corpus, cfg)  # reads cfg.retriever (bm25, models, run_dir)
         premises = condition_premises(cond, examples, corpus, retriever, cfg.k)
         row = {"condition": cond, **evaluate_condition(gen, examples, premises, cfg.num_samples, cfg.batch_size)}
         log.info("%s: EM@1 %.3f, gold log-lik %.2f", cond, row["exact_match@1"], row["gold_loglik"])
