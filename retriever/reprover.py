@@ -202,16 +202,28 @@ class ReProverRetriever(ScoringRetriever):
         return cls(corpus, encoder, rc.max_state_len, rc.max_premise_len, rc.encode_batch_size,
                    cache_dir, name)
 
-    def _corpus_embeddings(self, cache_dir: str | Path | None) -> np.ndarray:
+    def _cache_path(self, cache_dir: str | Path) -> Path:
         texts = [premise_text(p) for p in self.corpus.premises]
-        if cache_dir is None:
-            return self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus")
         fp = corpus_fingerprint(texts, self.encoder, self.max_premise_len)
-        path = Path(cache_dir) / f"corpus_embeddings-{fp}.npy"
-        if path.exists():
+        return Path(cache_dir) / f"corpus_embeddings-{fp}.npy"
+
+    def _corpus_embeddings(self, cache_dir: str | Path | None) -> np.ndarray:
+        if cache_dir is not None and (path := self._cache_path(cache_dir)).exists():
             log.info("premise embeddings from %s", path)
             return np.load(path)
+        texts = [premise_text(p) for p in self.corpus.premises]
         emb = self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus")
+        if cache_dir is not None:
+            self._write_cache(cache_dir, emb)
+        return emb
+
+    def save_embeddings(self, cache_dir: str | Path) -> None:
+        """Cache the premise embeddings in `cache_dir` (the model folder), keyed by corpus and
+        weights, so the next load of these weights over this corpus skips encoding it."""
+        self._write_cache(cache_dir, self.embeddings)
+
+    def _write_cache(self, cache_dir: str | Path, emb: np.ndarray) -> None:
+        path = self._cache_path(cache_dir)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp.npy")
@@ -219,7 +231,6 @@ class ReProverRetriever(ScoringRetriever):
             os.replace(tmp, path)
         except OSError as e:  # a read-only model folder still serves, just uncached
             log.warning("could not cache premise embeddings at %s: %s", path, e)
-        return emb
 
     def score(self, states: Sequence[str]) -> np.ndarray:
         q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states")

@@ -58,12 +58,12 @@ def make_batch(batch: list[Example], queries: list[PremiseQuery], corpus: Corpus
 
 
 def validate(encoder: ByteEncoder, corpus: Corpus, queries: list[PremiseQuery],
-             rc: ReProverConfig) -> float:
+             rc: ReProverConfig) -> tuple[float, ReProverRetriever]:
     """R@10 over accessible premises, with the corpus encoded by the current weights."""
     retriever = ReProverRetriever(corpus, encoder, rc.max_state_len, rc.max_premise_len,
                                   rc.encode_batch_size)
     res = evaluate(retriever, queries, ks=(10,), rankings_k=10, batch_size=rc.encode_batch_size)
-    return res.metrics["R@10"]
+    return res.metrics["R@10"], retriever
 
 
 def _subsample(queries: list[PremiseQuery], n: int, seed: int) -> list[PremiseQuery]:
@@ -101,13 +101,15 @@ def train_reprover(cfg: Any) -> dict:
 
     def checkpoint_and_validate() -> None:
         with budget.excluded():  # validation re-encodes the whole corpus: not training
-            r10 = validate(encoder, corpus, val_q, rc)
+            r10, retriever = validate(encoder, corpus, val_q, rc)
         evals = progress.extra.setdefault("evaluations", [])
         evals.append({"step": progress.step, "epoch": progress.epoch, "R@10": r10})
         improved = progress.best_metric is None or r10 > progress.best_metric
         if improved:
             progress.best_metric = r10
             encoder.save(run.model_dir)
+            # The benchmark loads these weights next: spare it re-encoding the whole corpus.
+            retriever.save_embeddings(run.model_dir)
         run.log(event="val", step=progress.step, epoch=progress.epoch, **{"val_R@10": r10},
                 best=progress.best_metric)
         log.info("step %d: val R@10 %.4f%s", progress.step, r10, " (best, saved)" if improved else "")

@@ -28,8 +28,9 @@ from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.pairs import state_premise_pairs
 from retriever.base import TheoremContext, top_k
-from retriever.cfr import CFREncoder, CFRRetriever
+from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
 from retriever.faiss_index import PremiseIndex, StaleIndexError, corpus_fingerprint
+from retriever.registry import build_retriever
 from retriever.settings import CFRConfig, RetrieverTrainConfig
 from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
 from retriever.tokenizer import train_tokenizer
@@ -274,7 +275,7 @@ def fixed_batch_loss(model_dir: Path, cfg, n: int = 32) -> float:
         return info_nce(s, p, targets, mask, cfg.cfr.temperature).item()
 
 
-def test_training_lowers_loss_and_keeps_best(tmp_path, mini_root, mini_encoder):
+def test_training_lowers_loss_and_keeps_best(tmp_path, mini_root, mini_encoder, monkeypatch):
     cfg = tiny_cfg(mini_root, tmp_path / "run", mini_encoder, "cfr.batch_size=16",
                    "cfr.max_steps=40", "cfr.lr=1e-3", "cfr.warmup_steps=5", "cfr.log_every=10",
                    "cfr.eval_queries=30")
@@ -293,6 +294,16 @@ def test_training_lowers_loss_and_keeps_best(tmp_path, mini_root, mini_encoder):
     assert [r["step"] for r in evals] == [0, 40]  # the untrained baseline, then the last step
     assert summary["best_val_R@10"] == max(r["val_R@10"] for r in evals)
     assert summary["untrained_val_R@10"] == evals[0]["val_R@10"]
+
+    # Validation left the best model's index beside it; the registry loads it instead of
+    # re-encoding, and it equals a fresh encoding of the corpus with the saved weights.
+    corpus = Dataset(mini_root).corpus()
+    fresh = CFRRetriever(corpus, model_dir, cfg.cfr, "cpu")
+    with monkeypatch.context() as m:
+        m.setattr(CFREncoder, "encode_premises", lambda *a, **k: pytest.fail("re-encoded the corpus"))
+        saved = build_retriever("cfr", corpus, cfg)
+    assert saved.index.meta["model_sha1"] == model_fingerprint(model_dir)
+    np.testing.assert_allclose(saved.premise_vectors, fresh.premise_vectors, atol=1e-5)
 
 
 def test_resume_continues_from_checkpoint(tmp_path, mini_root, mini_encoder, monkeypatch):

@@ -128,7 +128,7 @@ def _overrides(run_dir: Path, **extra) -> list[str]:
     return [f"{k}={v}" for k, v in (base | extra).items()]
 
 
-def test_short_training_run_lowers_the_loss_and_resumes(tmp_path: Path):
+def test_short_training_run_lowers_the_loss_and_resumes(tmp_path: Path, monkeypatch):
     assert run_train_reprover(None, _overrides(tmp_path)) == 0
     out = tmp_path / "reprover"
     rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
@@ -138,6 +138,16 @@ def test_short_training_run_lowers_the_loss_and_resumes(tmp_path: Path):
     assert summary["done"] and summary["epochs_completed"] == 3
     assert len(summary["evaluations"]) == 3 and summary["best_val_R@10"] is not None
     assert (out / "model" / "config.json").exists()
+    # Validation cached the saved model's premise embeddings, and they are what a load computes.
+    cached = list((out / "model").glob("corpus_embeddings-*.npy"))
+    assert len(cached) == 1
+    cfg = load_config(RetrieverTrainConfig, None, _overrides(tmp_path))
+    with monkeypatch.context() as m:
+        m.setattr(ByteEncoder, "encode", lambda *a, **k: pytest.fail("re-encoded the corpus"))
+        loaded = build_reprover(Dataset(DEMO_DATA).corpus(), cfg)
+    fresh = loaded.encoder.encode([premise_text(p) for p in loaded.corpus.premises],
+                                  cfg.reprover.max_premise_len, 32)
+    np.testing.assert_allclose(loaded.embeddings, fresh, atol=1e-5)
     # Running it again resumes a finished run: nothing more is trained.
     assert run_train_reprover(None, _overrides(tmp_path)) == 0
     again = json.loads((out / "summary.json").read_text())
