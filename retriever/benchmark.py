@@ -23,7 +23,8 @@ from retriever.robustness import perturbed_queries
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],
-              "cfr+car": ["pretrain", "cfr", "car"], "hybrid": ["pretrain", "cfr"],
+              "cfr+car": ["pretrain", "cfr", "car"], "cfr+car-only": ["pretrain", "cfr", "car"],
+              "hybrid": ["pretrain", "cfr"],
               "reprover": ["reprover"]}
 
 log = logging.getLogger(__name__)

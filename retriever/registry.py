@@ -67,12 +67,21 @@ def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     return build
 
 
-def _cfr_car(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.car import RerankRetriever
-    from prover.utils.training import pick_device
-    tc = training_config(cfg)
-    car = _model_dir(Path(tc.run_dir) / "car" / "model", "CAR", "train-car")
-    return RerankRetriever.load(_cfr("fine")(corpus, tc), car, pick_device(tc.device), tc.car.k1, tc.car.k2)
+def _cfr_car(weight: float | None) -> Callable[[Corpus, Any], Retriever]:
+    """CFR's top k1 re-ranked by CAR, fused with CFR's scores by `car.first_stage_weight`
+    (weight None) or in CAR's order alone (weight 0)."""
+    def build(corpus: Corpus, cfg: Any) -> Retriever:
+        from retriever.car import RerankRetriever
+        from prover.utils.training import pick_device
+        tc = training_config(cfg)
+        car = _model_dir(Path(tc.run_dir) / "car" / "model", "CAR", "train-car")
+        w = tc.car.first_stage_weight if weight is None else weight
+        rr = RerankRetriever.load(_cfr("fine")(corpus, tc), car, pick_device(tc.device), tc.car.k1,
+                                  tc.car.k2, w)
+        if weight is not None:
+            rr.name += "-only"
+        return rr
+    return build
 
 
 def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
@@ -90,7 +99,8 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "bm25-plain": _bm25_plain,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
-    "cfr+car": _cfr_car,
+    "cfr+car": _cfr_car(None),
+    "cfr+car-only": _cfr_car(0.0),
     "reprover": _reprover,
     "hybrid": _hybrid,
 }

@@ -213,11 +213,12 @@ def train_step(scorer: CARScorer, data: CARData, micro_batches: Sequence[np.ndar
 # The run
 
 def validate(scorer: CARScorer, first_stage: Retriever, queries: Sequence[PremiseQuery],
-             k1: int, k2: int) -> dict[str, float]:
-    """Metrics of the re-ranked list (R@1/5/10, MRR, ...) on `queries`."""
+             k1: int, k2: int, first_stage_weight: float = 0.0) -> dict[str, float]:
+    """Metrics of the re-ranked list (R@1/5/10, MRR, ...) on `queries`, ordered as the
+    registry's cfr+car orders it (so the kept model is the best deployed one)."""
     if not queries:
         return {}
-    rr = RerankRetriever(first_stage, scorer, k1, k2)
+    rr = RerankRetriever(first_stage, scorer, k1, k2, first_stage_weight)
     return evaluate(rr, queries, ks=(1, 5, 10), rankings_k=10).metrics
 
 
@@ -258,7 +259,7 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     log.info("CAR: %d pairs, %d examples (1 positive + %d negatives each), %d val queries",
              len(pairs), len(data), c.negatives, len(val))
 
-    scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device)
+    scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device, c.attention_dropout)
     scorer.meta = {"k1": c.k1, "k2": c.k2, "first_stage": first_stage.name}
     model = scorer.model
     # No weight decay on biases and LayerNorm weights (the usual BERT recipe).
@@ -287,7 +288,7 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     def check() -> None:
         """Validate; keep the model if its R@5 is the best so far (or there is no validation)."""
         with budget.excluded():  # not training: the budget counts training steps only
-            metrics = validate(scorer, first_stage, val, c.k1, c.k2)
+            metrics = validate(scorer, first_stage, val, c.k1, c.k2, c.first_stage_weight)
         run.log(step=progress.step, epoch=progress.epoch, **{f"val_{m}": v for m, v in metrics.items()})
         r5 = metrics.get("R@5")
         log.info("step %d: val R@5 %s (first stage %s, best %s)", progress.step, r5,

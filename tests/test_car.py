@@ -54,10 +54,11 @@ def encoder(mini, tmp_path_factory) -> Path:
 
 
 def car_overrides(mini_root: Path, run_dir: Path, **car) -> list[str]:
-    """tiny.yaml made smaller still: a few optimizer steps of short sequences."""
+    """tiny.yaml made smaller still: a few optimizer steps of short sequences (with BERT's
+    attention dropout, the setting the loss thresholds below were measured with)."""
     settings = dict(max_len=64, negatives=3, random_negatives=1, batch_size=8, grad_accum=1, lr=1e-3,
                     warmup_steps=2, hard_negatives_k=20, k1=10, k2=5, eval_queries=10, log_every=1, max_steps=6,
-                    checkpoint_every=100) | car
+                    checkpoint_every=100, attention_dropout=0.1) | car
     return [f"data.root={mini_root}", f"run_dir={run_dir}", "seed=7"] + [f"car.{k}={v}" for k, v in settings.items()]
 
 
@@ -135,6 +136,21 @@ def test_scorer_encodes_pairs_and_round_trips(mini, encoder, tmp_path):
     assert np.allclose(again.score(states, premises), scores, atol=1e-5)
     rr = RerankRetriever.load(mini[2], tmp_path / "car")  # k1, k2 as trained
     assert (rr.k1, rr.k2, rr.name) == (7, 3, "bm25+car")
+
+
+def test_chunked_logits_equal_one_padded_batch_in_order(mini, encoder):
+    corpus, pairs, _ = mini
+    scorer = CARScorer.from_encoder(encoder, max_len=96)
+    scorer.model.eval()
+    states = [pairs[i % 5].state for i in range(70)]
+    premises = corpus.premises[:70]
+    with torch.no_grad():
+        whole = scorer.model(**scorer.encode(states, premises)).logits.squeeze(-1)
+        scorer.chunk_size = 8  # 9 chunks of similar length, each padded on its own
+        chunked = scorer.logits(states, premises)
+    assert chunked.shape == (70,)
+    torch.testing.assert_close(chunked, whole, atol=1e-4, rtol=1e-4)
+    assert scorer.logits([], []).shape == (0,)
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,6 +270,26 @@ def test_rerank_reorders_the_head_and_keeps_the_tail(mini):
     # Fewer than k1 asked: the first stage still supplies k1, the best re-ranked come back.
     few = rr.retrieve(["s"], 3, ctx[:1])[0]
     assert first.asked_k[-1] == 10 and [h.index for h in few] == [7, 4, 1]
+
+
+def test_fused_head_orders_by_standardized_car_plus_weighted_first_stage(mini):
+    corpus = mini[0]
+    first = FixedRetriever(corpus, n=30)  # head scores 30, 29, ..., 21
+    ctx = [TheoremContext("x", (1, 1))]
+    car = np.array([(i * 7) % 10 for i in range(10)], dtype=np.float64)
+    fs = np.arange(30, 20, -1, dtype=np.float64)
+    z = lambda x: (x - x.mean()) / x.std()
+    for w in (0.5, 1.3, 3.0):  # weights without exact ties in this toy
+        hits = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=w).retrieve(["s"], 12, ctx)[0]
+        fused = z(car) + w * z(fs)
+        assert [h.index for h in hits[:10]] == sorted(range(10), key=lambda i: -fused[i])
+        np.testing.assert_allclose([h.score for h in hits[:10]], np.sort(fused)[::-1], rtol=1e-6)
+        assert [h.index for h in hits[10:]] == [10, 11]
+    # A heavy first-stage weight keeps the first stage's order; weight 0 is CAR's alone.
+    heavy = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=1e6)
+    assert [h.index for h in heavy.retrieve(["s"], 10, ctx)[0]] == list(range(10))
+    plain = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=0.0)
+    assert [h.index for h in plain.retrieve(["s"], 10, ctx)[0]] == sorted(range(10), key=lambda i: -car[i])
 
 
 # ---------------------------------------------------------------------------------------

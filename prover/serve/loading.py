@@ -118,7 +118,7 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
                                 f"set rerank=false to serve without re-ranking")
     tc = training_config(registry_cfg)
     scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
-    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2)
+    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2, tc.car.first_stage_weight)
             for name, first in first_stages.items()}
 
 
