@@ -165,7 +165,7 @@ def training_table(rows: Sequence[dict]) -> str:
                 continue
             seconds = summary.get("train_seconds", summary.get("seconds"))
             minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else ""
-            cpu = summary.get("cpu_seconds")
+            cpu = summary.get("cpu_seconds", summary.get("train_cpu_seconds"))
             cpu_minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else ""
             lines.append(f"| {r['retriever']} | {stage} | {summary.get('steps', '')} | {minutes} | {cpu_minutes} | "
                          f"{summary.get('stopped_by', 'done' if summary.get('done') else '')} |")
