@@ -73,6 +73,9 @@ class CFRConfig:
 
 @dataclass
 class CARConfig:
+    # Starting encoder folder (None: <run_dir>/pretrain/model, the MLM encoder CFR also starts
+    # from). `${run_dir}/cfr/model` starts from the trained CFR encoder instead.
+    init: str | None = None
     hard_negatives_k: int = 100  # CFR candidates mined per training state
     negatives: int = 7
     # Of the `negatives`, how many are drawn uniformly from accessible premises instead of the

@@ -235,13 +235,13 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     """Train CAR on `cfg.train_split` with negatives mined by `first_stage`; return the folder
     of the best model (by validation R@5 of the re-ranked list).
 
-    `init_path`: the pre-trained encoder (default `<run_dir>/pretrain/model`). The corpus is
+    `init_path`: the starting encoder (default `car.init`, else `<run_dir>/pretrain/model`). The corpus is
     the first stage's, so corpus indices agree between mining, training and evaluation."""
     c = cfg.car
     set_seed(cfg.seed)
     device = pick_device(cfg.device)
     run = RunDir(Path(cfg.run_dir) / "car")
-    init_path = Path(init_path) if init_path is not None else Path(cfg.run_dir) / "pretrain" / "model"
+    init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
     corpus = first_stage.corpus
 
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)

@@ -118,8 +118,7 @@ def test_input_keeps_the_state_and_drops_the_lowest_ranked(mini):
 
 
 @pytest.fixture(scope="module")
-def tiny_generator(tmp_path_factory, mini_root):
-    torch.set_num_threads(1)  # tiny models on shared cores: a second thread mostly waits
+def tiny_generator(tmp_path_factory, mini_root, one_thread):
     run_dir = tmp_path_factory.mktemp("gen-tiny")
     cfg = load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml",
                       [f"run_dir={run_dir}", f"data.root={mini_root}", "train.max_steps=30",

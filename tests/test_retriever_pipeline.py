@@ -26,7 +26,9 @@ from retriever.train_cfr import train_cfr, untrained_retriever
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, mini_root):
+def tiny(tmp_path_factory, mini_root, one_thread):
+    # One thread, so the trained models do not depend on what earlier tests set (on two cores a
+    # second thread saved these tiny models only ~7% of the wall time, measured).
     mini = mini_root
     run_dir = tmp_path_factory.mktemp("retriever-tiny")
     cfg = load_config(RetrieverTrainConfig, str(REPO / "configs/retriever/tiny.yaml"),

@@ -31,16 +31,14 @@ SAMPLE_WITHOUT_TACTICS = 8  # ReplayEnv cannot open these: environment-start fai
 
 
 @pytest.fixture(scope="module")
-def tiny_models(tmp_path_factory, mini_root):
+def tiny_models(tmp_path_factory, mini_root, one_thread):
     """A tiny generator (4 steps) and a tiny CFR (10 MLM + 5 CFR steps), trained here: the
     search machinery is under test, not what so little training learns."""
-    import torch
     from generator.settings import GeneratorTrainConfig
     from generator.train import train_generator
     from retriever.pretrain import pretrain
     from retriever.settings import RetrieverTrainConfig
     from retriever.train_cfr import train_cfr
-    torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("search-models")
     gen = load_config(GeneratorTrainConfig, str(REPO / "configs/generator/tiny.yaml"), [
         f"run_dir={root / 'gen'}", f"data.root={mini_root}", "train.max_steps=4",
