@@ -176,9 +176,9 @@ class RerankRetriever(Retriever):
 
     With `first_stage_weight` w > 0 the head is ordered by z(CAR) + w·z(first stage) instead,
     each standardized over the query's k1 candidates (z(x) = (x - mean) / std), and that sum is
-    the score. The paper orders by CAR alone (w = 0); a small CAR trained for minutes ranks
-    about as well as CFR on its own yet adds to it (mini random/val R@5: CFR 0.201, CAR alone
-    0.211-0.227, w = 1: 0.242-0.259, over three trained CARs).
+    the score. The paper orders by CAR alone (w = 0). A tiny CAR trained for a CPU-minute ranks
+    no better than CFR on its own yet adds to it: see
+    benchmarks/results/retrieval-mathlib-src-mini-random-val.md (cfr+car-only vs cfr+car).
     """
 
     def __init__(self, first_stage: Retriever, scorer: CARScorer, k1: int, k2: int,
