@@ -208,33 +208,34 @@ class ReProverRetriever(ScoringRetriever):
         return Path(cache_dir) / f"corpus_embeddings-{fp}.npy"
 
     def _corpus_embeddings(self, cache_dir: str | Path | None) -> np.ndarray:
-        if cache_dir is not None and (path := self._cache_path(cache_dir)).exists():
+        path = self._cache_path(cache_dir) if cache_dir is not None else None
+        if path is not None and path.exists():
             log.info("premise embeddings from %s", path)
             return np.load(path)
         texts = [premise_text(p) for p in self.corpus.premises]
         emb = self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus")
-        if cache_dir is not None:
-            self._write_cache(cache_dir, emb)
+        if path is not None:
+            _write_npy(path, emb)
         return emb
 
     def save_embeddings(self, cache_dir: str | Path) -> None:
         """Cache the premise embeddings in `cache_dir` (the model folder), keyed by corpus and
         weights, so the next load of these weights over this corpus skips encoding it."""
-        self._write_cache(cache_dir, self.embeddings)
-
-    def _write_cache(self, cache_dir: str | Path, emb: np.ndarray) -> None:
-        path = self._cache_path(cache_dir)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp.npy")
-            np.save(tmp, emb)
-            os.replace(tmp, path)
-        except OSError as e:  # a read-only model folder still serves, just uncached
-            log.warning("could not cache premise embeddings at %s: %s", path, e)
+        _write_npy(self._cache_path(cache_dir), self.embeddings)
 
     def score(self, states: Sequence[str]) -> np.ndarray:
         q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states")
         return q @ self.embeddings.T
+
+
+def _write_npy(path: Path, array: np.ndarray) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npy")
+        np.save(tmp, array)
+        os.replace(tmp, path)
+    except OSError as e:  # a read-only model folder still serves, just uncached
+        log.warning("could not cache premise embeddings at %s: %s", path, e)
 
 
 def build_reprover(corpus: Corpus, cfg: Any = None) -> ReProverRetriever:
