@@ -119,19 +119,54 @@ class ByteEncoder(torch.nn.Module):
 
     @torch.no_grad()
     def encode(self, texts: Sequence[str], max_len: int, batch_size: int,
-               desc: str = "encode") -> np.ndarray:
-        """(len(texts), dim) float32 unit vectors, in eval mode (no dropout)."""
+               desc: str = "encode", partial: Path | None = None,
+               save_every: int = 100) -> np.ndarray:
+        """(len(texts), dim) float32 unit vectors, in eval mode (no dropout).
+
+        With `partial`, the rows done so far are saved there every `save_every` batches and a
+        later call with the same path picks up where the last one stopped: encoding a large
+        corpus byte by byte takes hours on a CPU. The caller keys the path by texts and
+        weights; the file is removed once every row is done."""
         was_training = self.training
         self.eval()
         # Byte sequences are long; batching texts of similar length avoids mostly-padding batches.
         order = np.argsort([len(t) for t in texts], kind="stable")
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for lo in tqdm(range(0, len(texts), batch_size), desc=desc, unit="batch",
-                       disable=len(texts) <= 4 * batch_size):
+        out, start = _load_partial(partial, (len(texts), self.dim))
+        starts = range(start, len(texts), batch_size)
+        for n, lo in enumerate(tqdm(starts, desc=desc, unit="batch",
+                                    initial=start // batch_size,
+                                    total=start // batch_size + len(starts),
+                                    disable=len(texts) <= 4 * batch_size), start=1):
             idx = order[lo: lo + batch_size]
             out[idx] = self([texts[i] for i in idx], max_len).float().cpu().numpy()
+            if partial is not None and n % save_every == 0:
+                _save_partial(partial, out, lo + len(idx))
+        if partial is not None:
+            partial.unlink(missing_ok=True)
         self.train(was_training)
         return out
+
+
+def _load_partial(path: Path | None, shape: tuple[int, int]) -> tuple[np.ndarray, int]:
+    """The rows a previous encode saved (and how many, in length order), or zeros."""
+    if path is not None and path.exists():
+        try:
+            with np.load(path) as z:
+                if z["rows"].shape == shape:
+                    log.info("resuming an encode from %s (%d of %d rows done)", path,
+                             int(z["done"]), shape[0])
+                    return z["rows"].copy(), int(z["done"])
+        except (OSError, ValueError, KeyError) as e:  # a torn write: start over
+            log.warning("ignoring unreadable partial encode %s: %s", path, e)
+    return np.zeros(shape, dtype=np.float32), 0
+
+
+def _save_partial(path: Path, rows: np.ndarray, done: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:  # a file object, so numpy does not append its own suffix
+        np.savez(f, rows=rows, done=np.int64(done))
+    os.replace(tmp, path)
 
 
 def label_matrix(gold: Sequence[Collection[int]], candidates: Sequence[int]) -> torch.Tensor:
@@ -185,14 +220,15 @@ class ReProverRetriever(ScoringRetriever):
 
     def __init__(self, corpus: Corpus, encoder: ByteEncoder, max_state_len: int = 2048,
                  max_premise_len: int = 1024, batch_size: int = 64,
-                 cache_dir: str | Path | None = None, name: str = "reprover") -> None:
+                 cache_dir: str | Path | None = None, name: str = "reprover",
+                 partial_dir: str | Path | None = None) -> None:
         super().__init__(corpus)
         self.encoder = encoder
         self.max_state_len = max_state_len
         self.max_premise_len = max_premise_len
         self.batch_size = batch_size
         self.name = name
-        self.embeddings = self._corpus_embeddings(cache_dir)
+        self.embeddings = self._corpus_embeddings(cache_dir, partial_dir)
 
     @classmethod
     def from_pretrained(cls, corpus: Corpus, path: str | Path, rc: ReProverConfig,
@@ -202,18 +238,26 @@ class ReProverRetriever(ScoringRetriever):
         return cls(corpus, encoder, rc.max_state_len, rc.max_premise_len, rc.encode_batch_size,
                    cache_dir, name)
 
-    def _cache_path(self, cache_dir: str | Path) -> Path:
+    def _fingerprint(self) -> str:
         texts = [premise_text(p) for p in self.corpus.premises]
-        fp = corpus_fingerprint(texts, self.encoder, self.max_premise_len)
-        return Path(cache_dir) / f"corpus_embeddings-{fp}.npy"
+        return corpus_fingerprint(texts, self.encoder, self.max_premise_len)
 
-    def _corpus_embeddings(self, cache_dir: str | Path | None) -> np.ndarray:
+    def _cache_path(self, cache_dir: str | Path) -> Path:
+        return Path(cache_dir) / f"corpus_embeddings-{self._fingerprint()}.npy"
+
+    def _corpus_embeddings(self, cache_dir: str | Path | None,
+                           partial_dir: str | Path | None = None) -> np.ndarray:
         path = self._cache_path(cache_dir) if cache_dir is not None else None
         if path is not None and path.exists():
             log.info("premise embeddings from %s", path)
             return np.load(path)
+        # Resumable: a stopped encode of these weights over this corpus continues from here.
+        partial_dir = partial_dir if partial_dir is not None else cache_dir
+        partial = (Path(partial_dir) / f"corpus_embeddings-{self._fingerprint()}.partial.npz"
+                   if partial_dir is not None else None)
         texts = [premise_text(p) for p in self.corpus.premises]
-        emb = self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus")
+        emb = self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus",
+                                  partial=partial)
         if path is not None:
             _write_npy(path, emb)
         return emb

@@ -58,10 +58,11 @@ def make_batch(batch: list[Example], queries: list[PremiseQuery], corpus: Corpus
 
 
 def validate(encoder: ByteEncoder, corpus: Corpus, queries: list[PremiseQuery],
-             rc: ReProverConfig) -> tuple[float, ReProverRetriever]:
-    """R@10 over accessible premises, with the corpus encoded by the current weights."""
+             rc: ReProverConfig, partial_dir: Path | None = None) -> tuple[float, ReProverRetriever]:
+    """R@10 over accessible premises, with the corpus encoded by the current weights (an
+    interrupted encode resumes from `partial_dir`)."""
     retriever = ReProverRetriever(corpus, encoder, rc.max_state_len, rc.max_premise_len,
-                                  rc.encode_batch_size)
+                                  rc.encode_batch_size, partial_dir=partial_dir)
     res = evaluate(retriever, queries, ks=(10,), rankings_k=10, batch_size=rc.encode_batch_size)
     return res.metrics["R@10"], retriever
 
@@ -101,7 +102,7 @@ def train_reprover(cfg: Any) -> dict:
 
     def checkpoint_and_validate() -> None:
         with budget.excluded():  # validation re-encodes the whole corpus: not training
-            r10, retriever = validate(encoder, corpus, val_q, rc)
+            r10, retriever = validate(encoder, corpus, val_q, rc, run.path)
         evals = progress.extra.setdefault("evaluations", [])
         evals.append({"step": progress.step, "epoch": progress.epoch, "R@10": r10})
         improved = progress.best_metric is None or r10 > progress.best_metric

@@ -210,6 +210,36 @@ def test_local_checkpoint_loads_to_identical_embeddings_and_caches_them(demo, tm
     assert isinstance(load_tokenizer(str(model_dir)), ByT5Tokenizer)
 
 
+def test_interrupted_corpus_encode_resumes_to_the_same_embeddings(demo, tmp_path: Path,
+                                                                  monkeypatch):
+    corpus, _, _ = demo
+    texts = [premise_text(p) for p in corpus.premises]
+    enc = fresh_encoder(seed=4)
+    whole = enc.encode(texts, TINY.max_premise_len, 4)
+    partial = tmp_path / "enc.partial.npz"
+    forward, calls = ByteEncoder.forward, []
+
+    def dies_after_five(self, batch, max_len):
+        calls.append(len(batch))
+        if len(calls) > 5:
+            raise KeyboardInterrupt  # the session ends mid-encode
+        return forward(self, batch, max_len)
+
+    monkeypatch.setattr(ByteEncoder, "forward", dies_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        enc.encode(texts, TINY.max_premise_len, 4, partial=partial, save_every=2)
+    with np.load(partial) as z:
+        assert int(z["done"]) == 16  # the save after batch 4; batch 5 was lost with the process
+    monkeypatch.setattr(ByteEncoder, "forward", forward)
+    done_again = []
+    monkeypatch.setattr(ByteEncoder, "forward",
+                        lambda self, b, m: done_again.append(len(b)) or forward(self, b, m))
+    resumed = enc.encode(texts, TINY.max_premise_len, 4, partial=partial, save_every=2)
+    assert sum(done_again) == len(texts) - 16  # only the rows not saved were encoded again
+    np.testing.assert_allclose(resumed, whole, atol=1e-6)
+    assert not partial.exists()
+
+
 # --- hybrid -------------------------------------------------------------------------------
 
 class FixedRanking(Retriever):
