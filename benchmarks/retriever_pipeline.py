@@ -76,14 +76,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="configs/retriever/small.yaml")
     p.add_argument("--strategy", default="random", help="split strategy: random or novel_premises")
     p.add_argument("--run-dir", default=None,
-                   help="default: $PROVER_RUNS/retriever-small (random) or retriever-small-<strategy>")
-    p.add_argument("--benchmark-config", default="configs/retrieval/benchmark_neural.yaml")
+                   help="default: $PROVER_RUNS/retriever-<config name> (random), "
+                        "or retriever-<config name>-<strategy>")
+    p.add_argument("--benchmark-config", default=None,
+                   help="default: configs/retrieval/benchmark_neural.yaml for small.yaml, "
+                        "configs/retrieval/benchmark_<config name>.yaml for the others")
     p.add_argument("--skip-training", action="store_true")
     p.add_argument("--jobs", type=int, default=2, help="stages run at once (one CPU thread each)")
     args = p.parse_args(argv)
+    size = Path(args.config).stem
     if args.run_dir is None:
         suffix = "" if args.strategy == "random" else f"-{args.strategy}"
-        args.run_dir = os.path.join(os.environ.get("PROVER_RUNS", "runs"), f"retriever-small{suffix}")
+        args.run_dir = os.path.join(os.environ.get("PROVER_RUNS", "runs"), f"retriever-{size}{suffix}")
+    if args.benchmark_config is None:
+        args.benchmark_config = ("configs/retrieval/benchmark_neural.yaml" if size == "small"
+                                 else f"configs/retrieval/benchmark_{size}.yaml")
+    if not Path(args.benchmark_config).exists():
+        p.error(f"no benchmark config {args.benchmark_config}: pass --benchmark-config")
     setup_logging()
     logs = Path(args.run_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -91,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_training:
         run_stages(args.config, args.run_dir, logs, args.strategy, args.jobs)
     cmd = [sys.executable, "benchmarks/retrieval.py", "--config", args.benchmark_config,
-           f"data.split={args.strategy}/test", f"retriever.run_dir={args.run_dir}"]
+           f"data.split={args.strategy}/test", f"retriever.run_dir={args.run_dir}",
+           f"retriever.models={args.config}"]
     log.info("benchmark: %s", " ".join(cmd))
     subprocess.run(cmd, check=True)
     log.info("pipeline done in %.1f h", (time.time() - t0) / 3600)

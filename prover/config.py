@@ -60,6 +60,8 @@ class RetrievalBenchmarkConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     results_dir: str = "benchmarks/results"
+    # Appended to the results file name, so two model sizes on one split keep separate files.
+    results_tag: str = ""
     latency_queries: int = 100  # queries timed one at a time for p50/p95
     robustness: bool = True  # re-evaluate with shuffled / 20%-dropped hypotheses
 

@@ -30,14 +30,14 @@ TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-
 log = logging.getLogger(__name__)
 
 
-def results_stem(dataset: Dataset, split: str) -> str:
-    return f"retrieval-{dataset.name}-{split.replace('/', '-')}"
+def results_stem(dataset: Dataset, split: str, tag: str = "") -> str:
+    return f"retrieval-{dataset.name}-{split.replace('/', '-')}" + (f"-{tag}" if tag else "")
 
 
 def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") -> dict:
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     out_dir = Path(cfg.results_dir)
-    stem = results_stem(ds, cfg.data.split)
+    stem = results_stem(ds, cfg.data.split, cfg.results_tag)
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
     previous = json.loads(json_path.read_text()) if json_path.exists() and not force else {}
     done = {r["retriever"]: r for r in previous.get("rows", [])}

@@ -167,6 +167,8 @@ def training_table(rows: Sequence[dict]) -> str:
             minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else ""
             cpu = summary.get("cpu_seconds", summary.get("train_cpu_seconds"))
             cpu_minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else ""
+            # A run that wrote its summary stopped at its end or at its budget: no third way.
+            stopped = summary.get("stopped_by") or ("end" if summary.get("done") else "budget")
             lines.append(f"| {r['retriever']} | {stage} | {summary.get('steps', '')} | {minutes} | {cpu_minutes} | "
-                         f"{summary.get('stopped_by', 'done' if summary.get('done') else '')} |")
+                         f"{stopped} |")
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""

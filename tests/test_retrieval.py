@@ -122,3 +122,28 @@ def test_benchmark_resumes_rows_already_written(tmp_path, monkeypatch):
     monkeypatch.setattr(benchmark, "build_retriever", boom)
     again = benchmark.run_retrieval_benchmark(cfg)
     assert again["rows"] == first["rows"]
+    # A tagged run (another model size on the same split) writes its own file.
+    cfg.results_tag = "cpu"
+    cfg.retrievers = ["bm25-plain"]
+    monkeypatch.undo()
+    tagged = benchmark.run_retrieval_benchmark(cfg)
+    assert [r["retriever"] for r in tagged["rows"]] == ["bm25-plain"]
+    assert json.loads((tmp_path / "retrieval-demo_data-random-test-cpu.json").read_text())["rows"] \
+        == tagged["rows"]
+    assert len(json.loads((tmp_path / "retrieval-demo_data-random-test.json").read_text())["rows"]) == 2
+
+
+def test_training_table_states_each_stage_and_why_it_stopped():
+    from retriever.evaluate import training_table
+    rows = [{"retriever": "cfr+car", "training": {
+        "pretrain": {"steps": 10, "seconds": 120.0, "cpu_seconds": 60.0, "done": False,
+                     "stopped_by": "budget"},
+        "cfr": {"steps": 5, "seconds": 30.0, "cpu_seconds": 30.0, "done": True},
+        "car": {"steps": 7, "train_seconds": 90.0, "train_cpu_seconds": 180.0, "done": False},
+        "extra": None}}, {"retriever": "bm25"}]
+    lines = training_table(rows).splitlines()
+    assert lines[2:] == ["| cfr+car | pretrain | 10 | 2.0 | 1.0 | budget |",
+                         "| cfr+car | cfr | 5 | 0.5 | 0.5 | end |",
+                         "| cfr+car | car | 7 | 1.5 | 3.0 | budget |",
+                         "| cfr+car | extra | missing | | | |"]
+    assert training_table([{"retriever": "bm25"}]) == ""
