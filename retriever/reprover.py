@@ -242,18 +242,20 @@ class ReProverRetriever(ScoringRetriever):
         texts = [premise_text(p) for p in self.corpus.premises]
         return corpus_fingerprint(texts, self.encoder, self.max_premise_len)
 
-    def _cache_path(self, cache_dir: str | Path) -> Path:
-        return Path(cache_dir) / f"corpus_embeddings-{self._fingerprint()}.npy"
+    def _cache_path(self, cache_dir: str | Path, fingerprint: str | None = None) -> Path:
+        return Path(cache_dir) / f"corpus_embeddings-{fingerprint or self._fingerprint()}.npy"
 
     def _corpus_embeddings(self, cache_dir: str | Path | None,
                            partial_dir: str | Path | None = None) -> np.ndarray:
-        path = self._cache_path(cache_dir) if cache_dir is not None else None
+        partial_dir = partial_dir if partial_dir is not None else cache_dir
+        # Hashes every weight and premise text: computed once, shared by both file names.
+        fp = self._fingerprint() if cache_dir is not None or partial_dir is not None else None
+        path = self._cache_path(cache_dir, fp) if cache_dir is not None else None
         if path is not None and path.exists():
             log.info("premise embeddings from %s", path)
             return np.load(path)
         # Resumable: a stopped encode of these weights over this corpus continues from here.
-        partial_dir = partial_dir if partial_dir is not None else cache_dir
-        partial = (Path(partial_dir) / f"corpus_embeddings-{self._fingerprint()}.partial.npz"
+        partial = (Path(partial_dir) / f"corpus_embeddings-{fp}.partial.npz"
                    if partial_dir is not None else None)
         texts = [premise_text(p) for p in self.corpus.premises]
         emb = self.encoder.encode(texts, self.max_premise_len, self.batch_size, "encode corpus",
