@@ -9,6 +9,8 @@ row alike. A stage starts as soon as the stages it needs have finished:
   pretrain (MLM, shared by CFR and CAR) -> train-cfr (fine-grained) -> train-car (hard negatives from CFR)
   pretrain -> train-cfr cfr.similarity=conventional
   train-reprover (needs nothing)
+(train-car waits for train-cfr-conventional instead when the config's car.first_stage is
+cfr-conventional.)
 and then benchmarks/retrieval.py with configs/retrieval/benchmark_neural.yaml scores them all.
 Every stage resumes from its checkpoint, and a finished one returns at once, so after an
 interruption the same command carries on where it stopped. Each split strategy gets its own
@@ -41,13 +43,26 @@ STAGES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
+def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
+    """STAGES, with train-car after the CFR its config's `car.first_stage` names."""
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    first = load_config(RetrieverTrainConfig, config, []).car.first_stage
+    if first not in ("cfr", "cfr-conventional"):
+        raise SystemExit(f"{config}: car.first_stage {first!r} has no training stage here (cfr or cfr-conventional)")
+    stages = dict(STAGES)
+    stages["train-car"] = (["train-car"], ["train-cfr" if first == "cfr" else "train-cfr-conventional"])
+    return stages
+
+
 def run_stages(config: str, run_dir: str, logs: Path, strategy: str, jobs: int) -> None:
-    """Run STAGES as subprocesses, `jobs` at a time, each once its prerequisites succeeded."""
+    """Run the config's stages as subprocesses, `jobs` at a time, each once its prerequisites succeeded."""
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-    pending, running, done, failed = list(STAGES), {}, set(), []
+    stages = stages_for(config)
+    pending, running, done, failed = list(stages), {}, set(), []
     while pending or running:
         for name in list(pending):
-            args, needs = STAGES[name]
+            args, needs = stages[name]
             if any(n in failed for n in needs):
                 pending.remove(name)
                 failed.append(name)

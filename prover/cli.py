@@ -179,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                     _cmd_train_cfr)
     car = _config_command(retr, "train-car", "train the CAR re-ranker on hard negatives of a first stage",
                           _cmd_train_car)
-    car.add_argument("--first-stage", default="cfr", help="retriever mining hard negatives (default: cfr)")
+    car.add_argument("--first-stage", default=None,
+                     help="retriever mining hard negatives and re-ranked by CAR (default: car.first_stage, "
+                          "cfr unless the config says otherwise)")
     idx = _config_command(retr, "index", "encode the corpus with the trained CFR and save its FAISS index",
                           _cmd_index)
     idx.add_argument("--out", default=None, help="index folder (default: <run_dir>/cfr/index)")

@@ -24,6 +24,8 @@ from retriever.robustness import perturbed_queries
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],
               "cfr+car": ["pretrain", "cfr", "car"], "cfr+car-only": ["pretrain", "cfr", "car"],
+              "cfr-conventional+car": ["pretrain", "cfr-conventional", "car-conventional"],
+              "cfr-conventional+car-only": ["pretrain", "cfr-conventional", "car-conventional"],
               "hybrid": ["pretrain", "cfr"],
               "reprover": ["reprover"]}
 

@@ -67,17 +67,23 @@ def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     return build
 
 
-def _cfr_car(weight: float | None) -> Callable[[Corpus, Any], Retriever]:
-    """CFR's top k1 re-ranked by CAR, fused with CFR's scores by `car.first_stage_weight`
-    (weight None) or in CAR's order alone (weight 0)."""
+def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], Retriever]:
+    """`first_stage`'s top k1 re-ranked by the CAR trained on its negatives, fused with the
+    first stage's scores by `car.first_stage_weight` (weight None) or in CAR's order alone
+    (weight 0)."""
     def build(corpus: Corpus, cfg: Any) -> Retriever:
         from retriever.car import RerankRetriever
+        from retriever.train_car import car_run_dir
         from prover.utils.training import pick_device
         tc = training_config(cfg)
-        car = _model_dir(Path(tc.run_dir) / "car" / "model", "CAR", "train-car")
+        car = _model_dir(car_run_dir(tc.run_dir, first_stage) / "model", f"CAR over {first_stage}",
+                         f"train-car --first-stage {first_stage}")
         w = tc.car.first_stage_weight if weight is None else weight
-        rr = RerankRetriever.load(_cfr("fine")(corpus, tc), car, pick_device(tc.device), tc.car.k1,
-                                  tc.car.k2, w)
+        rr = RerankRetriever.load(REGISTRY[first_stage](corpus, tc), car, pick_device(tc.device),
+                                  tc.car.k1, tc.car.k2, w)
+        trained_over = rr.scorer.meta.get("first_stage", first_stage)
+        if trained_over != first_stage:
+            raise ValueError(f"the CAR model at {car} was trained over {trained_over}, not {first_stage}")
         if weight is not None:
             rr.name += "-only"
         return rr
@@ -99,8 +105,10 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "bm25-plain": _bm25_plain,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
-    "cfr+car": _cfr_car(None),
-    "cfr+car-only": _cfr_car(0.0),
+    "cfr+car": _cfr_car("cfr", None),
+    "cfr+car-only": _cfr_car("cfr", 0.0),
+    "cfr-conventional+car": _cfr_car("cfr-conventional", None),
+    "cfr-conventional+car-only": _cfr_car("cfr-conventional", 0.0),
     "reprover": _reprover,
     "hybrid": _hybrid,
 }

@@ -76,6 +76,12 @@ class CARConfig:
     # Starting encoder folder (None: <run_dir>/pretrain/model, the MLM encoder CFR also starts
     # from). `${run_dir}/cfr/model` starts from the trained CFR encoder instead.
     init: str | None = None
+    # The registered retriever CAR mines hard negatives from and re-ranks: `cfr` (the paper's
+    # fine-grained CFR) or `cfr-conventional`. The model goes to `<run_dir>/car` over `cfr`,
+    # `<run_dir>/car-<name without cfr->` over any other (see train_car.car_run_dir), so both
+    # can be trained in one run folder; the benchmark names rows `cfr+car`,
+    # `cfr-conventional+car`.
+    first_stage: str = "cfr"
     hard_negatives_k: int = 100  # CFR candidates mined per training state
     negatives: int = 7
     # Of the `negatives`, how many are drawn uniformly from accessible premises instead of the

@@ -6,7 +6,7 @@ Loss per group: −log(Pr(s,p⁺) / Σ_{p'∈{p⁺}∪N} Pr(s,p')) with Pr = sig
 `car.hard_negatives_k` for the state, so CAR learns to separate exactly the premises the
 first stage confuses with the right one.
 
-Everything lives in `<run_dir>/car/`: `hard_negatives.jsonl` (mined once, reused by reruns),
+Everything lives in `car_run_dir(run_dir, first stage)` (`<run_dir>/car/` over `cfr`): `hard_negatives.jsonl` (mined once, reused by reruns),
 `checkpoint/`, `train_log.jsonl`, `model/` (the best validation R@5 so far, loadable with
 `CARScorer.from_pretrained`) and `summary.json`. Rerunning the same command resumes.
 """
@@ -41,6 +41,14 @@ from retriever.evaluate import evaluate
 from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
 
 log = logging.getLogger(__name__)
+
+
+def car_run_dir(run_dir: str | Path, first_stage: str) -> Path:
+    """`<run_dir>/car` for CAR over `cfr` (the paper's), `<run_dir>/car-conventional` over
+    `cfr-conventional`, `<run_dir>/car-<name>` over any other registered first stage: a CAR
+    model is trained on one first stage's mistakes, so each has its own folder."""
+    suffix = "" if first_stage == "cfr" else "-" + first_stage.removeprefix("cfr-")
+    return Path(run_dir) / f"car{suffix}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,7 +248,7 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     c = cfg.car
     set_seed(cfg.seed)
     device = pick_device(cfg.device)
-    run = RunDir(Path(cfg.run_dir) / "car")
+    run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
     init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
     corpus = first_stage.corpus
 

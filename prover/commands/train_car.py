@@ -1,8 +1,9 @@
 """`prover retriever train-car`: mine hard negatives with a first-stage retriever, train CAR.
 
 Reads a retriever training config (`configs/retriever/{tiny,small,paper}.yaml`); the model
-starts from `<run_dir>/pretrain/model` unless `--init` names another encoder folder.
-Rerunning the same command resumes from `<run_dir>/car/checkpoint`.
+starts from `car.init`, else `<run_dir>/pretrain/model`. The first stage is `--first-stage`,
+else `car.first_stage`. Rerunning the same command resumes from the checkpoint in
+`train_car.car_run_dir` (`<run_dir>/car/` over `cfr`).
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from retriever.train_car import train_car
 log = logging.getLogger(__name__)
 
 
-def run_train_car(config: str | None, overrides: list[str], first_stage_name: str = "cfr",
+def run_train_car(config: str | None, overrides: list[str], first_stage_name: str | None = None,
                   init: str | None = None) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    first_stage_name = first_stage_name or cfg.car.first_stage
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
     # Registry builders accept the training config itself (CFR finds its model under run_dir).

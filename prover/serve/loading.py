@@ -98,7 +98,7 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> d
         return built[name]
 
     for name in names:
-        if name.endswith(RERANK_SUFFIX) or name not in REGISTRY:
+        if RERANK_SUFFIX in name or name not in REGISTRY:
             raise ValueError(f"cannot serve retriever {name!r}: list first stages from "
                              f"{', '.join(sorted(n for n in REGISTRY if RERANK_SUFFIX not in n))}; "
                              f"re-ranking is `rerank: true` in a request")
@@ -111,12 +111,14 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
     """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
     from retriever.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
+    from retriever.train_car import car_run_dir
     from prover.utils.training import pick_device
-    car_dir = run_dir / "car" / "model" if run_dir else None
+    tc = training_config(registry_cfg)
+    # The CAR trained over the config's first stage (car.first_stage) serves every first stage.
+    car_dir = car_run_dir(run_dir, tc.car.first_stage) / "model" if run_dir else None
     if car_dir is None or not (car_dir / "config.json").exists():
         raise FileNotFoundError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
                                 f"set rerank=false to serve without re-ranking")
-    tc = training_config(registry_cfg)
     scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
     return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2, tc.car.first_stage_weight)
             for name, first in first_stages.items()}
