@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from retriever.car import CARScorer, RerankRetriever, car_loss, truncate_pair
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
 from retriever.tokenizer import train_tokenizer
-from retriever.train_car import CARData, group_loss, mine_hard_negatives, train_car
+from retriever.train_car import CARData, car_run_dir, group_loss, mine_hard_negatives, train_car
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
@@ -67,7 +68,7 @@ def car_cfg(mini_root: Path, run_dir: Path, **car):
 
 
 def log_rows(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "car" / "train_log.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (run_dir / "car-bm25" / "train_log.jsonl").read_text().splitlines()]
 
 
 class CountingRetriever(Retriever):
@@ -300,7 +301,7 @@ def test_short_training_lowers_the_training_loss(mini, mini_root, encoder, tmp_p
     run = tmp_path / "run"
     model_dir = train_car(car_cfg(mini_root, run, max_steps=20, lr=4e-3), bm25, init_path=encoder)
     assert sorted(r["step"] for r in log_rows(run) if "loss" in r) == list(range(1, 21))
-    summary = json.loads((run / "car" / "summary.json").read_text())
+    summary = json.loads((run / "car-bm25" / "summary.json").read_text())
     assert summary["steps"] == 20 and summary["done"] and summary["first_stage"] == "bm25"
     assert "R@5" in summary["first_stage_val"] and summary["best_val_R@5"] is not None
 
@@ -308,7 +309,7 @@ def test_short_training_lowers_the_training_loss(mini, mini_root, encoder, tmp_p
     # clearly below the untrained one's, which sits at log(1 + negatives).
     cfg = car_cfg(mini_root, run)
     hard = mine_hard_negatives(bm25, pairs, corpus, cfg.car.hard_negatives_k,
-                               run / "car" / "hard_negatives.jsonl")
+                               run / "car-bm25" / "hard_negatives.jsonl")
     data = CARData(pairs, hard, corpus, cfg.car.negatives, cfg.seed)
     examples = np.arange(0, len(data), len(data) // 96)[:96]
     with torch.no_grad():
@@ -341,7 +342,7 @@ def test_resume_continues_from_the_checkpoint(mini, mini_root, encoder, tmp_path
     with pytest.raises(KeyboardInterrupt):
         train_car(car_cfg(mini_root, run, max_steps=6, checkpoint_every=4), bm25, init_path=encoder)
     monkeypatch.setattr(train_car_module, "train_step", real_step)
-    assert torch.load(run / "car" / "checkpoint" / "state.pt", weights_only=False)["progress"]["step"] == 4
+    assert torch.load(run / "car-bm25" / "checkpoint" / "state.pt", weights_only=False)["progress"]["step"] == 4
 
     # ... the rerun resumes at step 5 and sees exactly the batches (and losses) of the
     # uninterrupted run; the hard negatives and the first-stage baseline come from the cache.
@@ -361,7 +362,53 @@ def test_command_trains_with_a_registered_first_stage(mini_root, encoder, tmp_pa
     over = car_overrides(mini_root, tmp_path / "cmd", max_steps=2, eval_queries=5)
     assert run_train_car(TINY, over, first_stage_name="bm25", init=str(encoder)) == 0
     assert "bm25+car" in capsys.readouterr().out
-    assert (tmp_path / "cmd" / "car" / "model" / "car.json").exists()
+    assert json.loads((tmp_path / "cmd" / "car-bm25" / "model" / "car.json").read_text())["first_stage"] == "bm25"
+    assert not (tmp_path / "cmd" / "car").exists()
+
+
+def test_command_takes_the_first_stage_from_the_config(mini_root, encoder, tmp_path, capsys):
+    over = car_overrides(mini_root, tmp_path / "cmd", max_steps=1, eval_queries=5, first_stage="bm25-plain")
+    assert run_train_car(TINY, over, init=str(encoder)) == 0
+    assert "bm25-plain+car" in capsys.readouterr().out
+    assert (tmp_path / "cmd" / "car-bm25-plain" / "model" / "car.json").exists()
+
+
+def test_car_folder_is_named_for_its_first_stage():
+    assert car_run_dir("r", "cfr") == Path("r/car")  # the paper's pairing keeps the plain name
+    assert car_run_dir("r", "cfr-conventional") == Path("r/car-conventional")
+    assert car_run_dir(Path("r"), "bm25") == Path("r/car-bm25")
+
+
+def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, encoder, tmp_path):
+    from retriever.cfr import CFREncoder
+    from retriever.registry import build_retriever
+    from retriever.train_cfr import cfr_config
+    corpus = mini[0]
+    run = tmp_path / "run"
+    cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
+                                                   "car.k1=8", "car.k2=4", "car.first_stage_weight=0.5"])
+    for sub, similarity in (("cfr", "fine"), ("cfr-conventional", "conventional")):
+        CFREncoder.from_pretrained(encoder, replace(cfr_config(cfg), similarity=similarity)).save_pretrained(
+            run / sub / "model")
+    with pytest.raises(FileNotFoundError, match="train-car --first-stage cfr-conventional"):
+        build_retriever("cfr-conventional+car", corpus, cfg)
+
+    scorer = CARScorer.from_encoder(encoder, 64)
+    scorer.meta = {"first_stage": "cfr-conventional"}
+    scorer.save_pretrained(run / "car-conventional" / "model")
+    fused = build_retriever("cfr-conventional+car", corpus, cfg)
+    alone = build_retriever("cfr-conventional+car-only", corpus, cfg)
+    assert (fused.name, alone.name) == ("cfr-conventional+car", "cfr-conventional+car-only")
+    assert fused.first_stage.name == "cfr-conventional" and fused.first_stage.encoder.similarity == "conventional"
+    assert (fused.k1, fused.k2, fused.first_stage_weight, alone.first_stage_weight) == (8, 4, 0.5, 0.0)
+    # The fine-grained CFR's CAR lives elsewhere: not trained yet, so it is not silently shared.
+    with pytest.raises(FileNotFoundError, match="car/model"):
+        build_retriever("cfr+car", corpus, cfg)
+    # A CAR trained over another first stage is refused rather than re-ranking the wrong list.
+    scorer.meta = {"first_stage": "cfr-conventional"}
+    scorer.save_pretrained(run / "car" / "model")
+    with pytest.raises(ValueError, match="trained over cfr-conventional, not cfr"):
+        build_retriever("cfr+car", corpus, cfg)
 
 
 def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encoder, tmp_path):
@@ -369,12 +416,12 @@ def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encode
     counting = CountingRetriever(bm25)
     run = tmp_path / "run"
     train_car(car_cfg(mini_root, run, max_steps=2, max_train_pairs=50), counting, init_path=encoder)
-    mined = [json.loads(line) for line in (run / "car" / "hard_negatives.jsonl").read_text().splitlines()]
+    mined = [json.loads(line) for line in (run / "car-bm25" / "hard_negatives.jsonl").read_text().splitlines()]
     assert len(mined) == 50  # only the subset is mined, not all pairs
-    summary = json.loads((run / "car" / "summary.json").read_text())
+    summary = json.loads((run / "car-bm25" / "summary.json").read_text())
     assert summary["examples"] <= 50 * 10 and summary["examples"] >= 50
     # The subset is a function of the seed: a second run mines the same theorems.
     run2 = tmp_path / "run2"
     train_car(car_cfg(mini_root, run2, max_steps=2, max_train_pairs=50), bm25, init_path=encoder)
-    mined2 = [json.loads(line) for line in (run2 / "car" / "hard_negatives.jsonl").read_text().splitlines()]
+    mined2 = [json.loads(line) for line in (run2 / "car-bm25" / "hard_negatives.jsonl").read_text().splitlines()]
     assert [m["key"] for m in mined2] == [m["key"] for m in mined]

@@ -147,3 +147,23 @@ def test_training_table_states_each_stage_and_why_it_stopped():
                          "| cfr+car | car | 7 | 1.5 | 3.0 | budget |",
                          "| cfr+car | extra | missing | | | |"]
     assert training_table([{"retriever": "bm25"}]) == ""
+
+
+def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair():
+    import importlib.util
+    from pathlib import Path
+    from retriever.benchmark import TRAINED_BY
+    from retriever.registry import REGISTRY
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("retriever_pipeline", repo / "benchmarks" / "retriever_pipeline.py")
+    pipeline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pipeline)
+    assert pipeline.stages_for(str(repo / "configs/retriever/small.yaml"))["train-car"][1] == ["train-cfr"]
+    assert pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))["train-car"][1] == ["train-cfr-conventional"]
+    # The cpu benchmark scores the CAR its training config trains, and records that run's budget.
+    bench = load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml"))
+    car_rows = [r for r in bench.retrievers if "+car" in r]
+    assert car_rows == ["cfr-conventional+car-only", "cfr-conventional+car"]
+    for name in bench.retrievers:
+        assert name in REGISTRY
+    assert all(TRAINED_BY[r] == ["pretrain", "cfr-conventional", "car-conventional"] for r in car_rows)
