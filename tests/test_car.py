@@ -425,3 +425,34 @@ def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encode
     train_car(car_cfg(mini_root, run2, max_steps=2, max_train_pairs=50), bm25, init_path=encoder)
     mined2 = [json.loads(line) for line in (run2 / "car-bm25" / "hard_negatives.jsonl").read_text().splitlines()]
     assert [m["key"] for m in mined2] == [m["key"] for m in mined]
+
+
+def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, mini_root):
+    import importlib.util
+    from prover.config import RetrievalBenchmarkConfig
+    from prover.data.pairs import premise_queries
+    from retriever.evaluate import evaluate
+    spec = importlib.util.spec_from_file_location("car_fusion", REPO / "benchmarks" / "car_fusion.py")
+    car_fusion = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(car_fusion)
+
+    class PairCounter(FakeScorer):
+        pairs = 0
+
+        def score(self, states, premises):
+            self.pairs += len(premises)
+            return super().score(states, premises)
+
+    corpus, _, bm25 = mini
+    queries, _ = premise_queries(Dataset(mini_root).theorems("random/val"), corpus)
+    queries = queries[:40]
+    cfg = load_config(RetrievalBenchmarkConfig, None, ["eval.batch_size=16"])
+    scorer = PairCounter(corpus)
+    rows = car_fusion.sweep(RerankRetriever(bm25, scorer, 5, 5), queries, [4, 8], [0.0, 1.0], cfg)
+    assert [(r["k1"], r["first_stage_weight"]) for r in rows] == [(0, None), (8, 0.0), (8, 1.0), (4, 0.0), (4, 1.0)]
+    assert rows[0]["metrics"] == evaluate(bm25, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
+    assert scorer.pairs == 8 * len(queries)  # every later setting re-used the logits of k1 = 8
+    for k1, w, row in ((8, 0.0, rows[1]), (4, 1.0, rows[4])):
+        direct = RerankRetriever(bm25, FakeScorer(corpus), k1, 5, w)
+        assert row["metrics"] == evaluate(direct, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
+    assert rows[1]["metrics"] != rows[0]["metrics"]  # the fake CAR does change the order
