@@ -21,6 +21,11 @@ from serve_models import subset_corpus
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory, mini_root: Path):
     import ray
+    # Serve's controller kills a proxy not ready within 5 s; on a 2-core machine busy with
+    # other jobs a fresh worker can take longer than that to start. The local Ray started
+    # below inherits this.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
 
     from prover.serve import ray_serve
     corpus_dir = subset_corpus(mini_root, tmp_path_factory.mktemp("ray") / "data", 25)
@@ -37,6 +42,7 @@ def deployed(tmp_path_factory, mini_root: Path):
     finally:
         ray_serve.stop()
         ray.shutdown()
+        mp.undo()
 
 
 def test_ray_serve_deployment_answers_like_the_in_process_retriever(deployed):
