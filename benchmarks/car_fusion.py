@@ -28,6 +28,7 @@ from prover.data.pairs import premise_queries
 from prover.data.premise import Premise
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import git_commit, machine
+from retriever.benchmark import results_stem
 from retriever.car import CARScorer, RerankRetriever
 from retriever.evaluate import evaluate
 from retriever.registry import build_retriever
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
               "command": " ".join(["python benchmarks/car_fusion.py", *(argv if argv is not None else sys.argv[1:])]),
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
               "seconds": round(time.perf_counter() - t0, 2), "rows": rows, "best": best}
-    stem = f"car-fusion-{ds.name}-{cfg.data.split.replace('/', '-')}" + (f"-{cfg.results_tag}" if cfg.results_tag else "")
+    stem = "car-fusion-" + results_stem(ds, cfg.data.split, cfg.results_tag).removeprefix("retrieval-")
     out = Path(cfg.results_dir)
     write_json(out / f"{stem}.json", result)
     (out / f"{stem}.md").write_text(markdown(result, args.metric))

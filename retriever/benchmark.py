@@ -20,14 +20,15 @@ from retriever.cost import retriever_cost
 from retriever.evaluate import evaluate, latency, markdown_table, robustness_table, training_table
 from retriever.registry import build_retriever, training_config
 from retriever.robustness import perturbed_queries
+from retriever.train_car import car_run_dir
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],
-              "cfr+car": ["pretrain", "cfr", "car"], "cfr+car-only": ["pretrain", "cfr", "car"],
-              "cfr-conventional+car": ["pretrain", "cfr-conventional", "car-conventional"],
-              "cfr-conventional+car-only": ["pretrain", "cfr-conventional", "car-conventional"],
               "hybrid": ["pretrain", "cfr"],
               "reprover": ["reprover"]}
+for _first in ("cfr", "cfr-conventional"):
+    for _row in (f"{_first}+car", f"{_first}+car-only"):
+        TRAINED_BY[_row] = ["pretrain", _first, car_run_dir("", _first).name]
 
 log = logging.getLogger(__name__)
 
