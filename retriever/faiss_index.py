@@ -2,8 +2,8 @@
 
 CFR ranks premises by the inner product of a state vector with a premise vector. The index
 answers "the k best premises" fast; `search_masked` answers "the k best premises this theorem
-may use" by searching a growing candidate pool and filtering it with the accessibility mask,
-and is exact for the flat index (the same ranking as scoring every masked premise).
+may use": exactly for the flat index (the same ranking as scoring every allowed premise), by
+scanning every vector on the CPU or by filtering a growing candidate pool on a GPU.
 
 On disk an index is a folder: `premises.faiss` (faiss.write_index) and `premises.json`, a
 sidecar with the corpus fingerprint (premise count + a hash of their names and files) and the
@@ -115,11 +115,37 @@ class PremiseIndex:
         """Per query, (scores, ids) of the k best premises whose mask entry is True (mask None:
         all premises), best first with ties to the lower id, as `top_k` ranks.
 
-        A candidate pool of the best `pool` premises is searched and filtered; it is enough
-        once it holds k allowed premises that all score above the pool's worst score (nothing
-        outside the pool can then beat them). Otherwise the pool grows 4× for the queries
-        still open, and past a quarter of the corpus we score every premise exactly.
+        The flat index on the CPU takes `scan_masked`: a flat search reads every vector anyway,
+        and faiss's own top-k heap at k in the hundreds costs more than the matrix product
+        (measured in benchmarks/results/masked-search-*.md). A GPU index or an approximate
+        kind takes `pool_masked`.
         """
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.exact and not self._on_gpu:
+            return self.scan_masked(queries, k, masks)
+        return self.pool_masked(queries, k, masks)
+
+    def scan_masked(self, queries: np.ndarray, k: int, masks: Sequence[np.ndarray | None],
+                    chunk: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Exact: every premise scored by one matrix product per chunk of queries, masked ones
+        dropped, the k best kept. Chunks bound the score matrix (chunk × N: 11 MB at N=180k)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        out = []
+        for lo in range(0, len(queries), chunk):
+            scores = queries[lo: lo + chunk] @ self.vectors.T
+            for row, mask in zip(scores, masks[lo: lo + chunk]):
+                if mask is not None:
+                    row[~mask] = -np.inf
+                ids = top_k(row, k)
+                out.append((row[ids], ids))
+        return out
+
+    def pool_masked(self, queries: np.ndarray, k: int,
+                    masks: Sequence[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Search a candidate pool of the index's best `pool` premises and filter it. For the
+        flat index the pool is enough once it holds k allowed premises that all score above
+        its worst score (nothing outside can then beat them); otherwise it grows 4× for the
+        queries still open, and past a quarter of the corpus they go to `scan_masked`."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         n = len(self)
         out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(queries)
@@ -148,12 +174,8 @@ class PremiseIndex:
                     still.append(qi)
             todo = still
             pool = min(max_pool, pool * 4)
-        for qi in todo:  # exact fallback: score every premise, mask, rank
-            s = self.vectors @ queries[qi]
-            if masks[qi] is not None:
-                s = np.where(masks[qi], s, -np.inf)
-            ids = top_k(s, k)
-            out[qi] = (s[ids], ids)
+        for qi, hits in zip(todo, self.scan_masked(queries[todo], k, [masks[qi] for qi in todo])):
+            out[qi] = hits
         return out  # type: ignore[return-value]
 
     def save(self, path: str | Path) -> Path:

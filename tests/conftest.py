@@ -78,6 +78,15 @@ def theorem_record(name: str, file_path: str, tactics: list[dict],
             "full_name": name, "start": list(start), "end": list(end), "traced_tactics": tactics}
 
 
+def benchmark_script(name: str):
+    """A script under benchmarks/ (not a package) imported as a module, for its functions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -428,13 +428,11 @@ def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encode
 
 
 def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, mini_root):
-    import importlib.util
+    from conftest import benchmark_script
     from prover.config import RetrievalBenchmarkConfig
     from prover.data.pairs import premise_queries
     from retriever.evaluate import evaluate
-    spec = importlib.util.spec_from_file_location("car_fusion", REPO / "benchmarks" / "car_fusion.py")
-    car_fusion = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(car_fusion)
+    car_fusion = benchmark_script("car_fusion")
 
     class PairCounter(FakeScorer):
         pairs = 0

@@ -195,11 +195,13 @@ def test_search_masked_is_exact(allowed):
     queries = rng.normal(size=(6, 16)).astype(np.float32)
     index = PremiseIndex.build(vecs, "flat")
     masks = [rng.random(3000) < allowed for _ in range(5)] + [None]
-    for k in (1, 10, 100):
-        for (s, ids), q, m in zip(index.search_masked(queries, k, masks), queries, masks):
-            want_s, want_ids = brute_force(vecs, q, m, k)
-            assert ids.tolist() == want_ids.tolist()
-            np.testing.assert_allclose(s, want_s, rtol=1e-5, atol=1e-6)
+    # search_masked takes the scan on a CPU flat index; the pool (GPU's way) must agree with it.
+    for search in (index.search_masked, index.scan_masked, index.pool_masked):
+        for k in (1, 10, 100):
+            for (s, ids), q, m in zip(search(queries, k, masks), queries, masks):
+                want_s, want_ids = brute_force(vecs, q, m, k)
+                assert ids.tolist() == want_ids.tolist()
+                np.testing.assert_allclose(s, want_s, rtol=1e-5, atol=1e-6)
 
 
 # --- the index on disk ----------------------------------------------------------------------
@@ -341,3 +343,16 @@ def test_resume_continues_from_checkpoint(tmp_path, mini_root, mini_encoder, mon
     wa = CFREncoder.from_pretrained(straight).state_dict()
     wb = CFREncoder.from_pretrained(resumed).state_dict()
     assert all(torch.allclose(wa[key], wb[key], atol=1e-5) for key in wa)
+
+
+def test_masked_search_benchmark_compares_identical_rankings(synth, synth_retriever):
+    from conftest import benchmark_script
+    from prover.data.pairs import PremiseQuery
+    corpus, _ = synth
+    queries = [PremiseQuery(theorem="t", tactic_index=i, file_path="F2.lean", position=(50, 1), state=s, gold=())
+               for i, s in enumerate(STATES * 4)]
+    row = benchmark_script("masked_search").compare(synth_retriever, queries, n=8, k=20, batch=3)
+    assert row["identical"] is True and row["queries"] == 8 and row["n_premises"] == len(corpus)
+    for part in ("encode_batch1", "mask_batch1", "scan_masked", "pool_masked"):
+        assert 0 < row[part]["p50_ms"] <= row[part]["p95_ms"]
+    assert row["scan_masked"]["queries_per_s_batch3"] > 0

@@ -150,14 +150,10 @@ def test_training_table_states_each_stage_and_why_it_stopped():
 
 
 def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair():
-    import importlib.util
-    from pathlib import Path
+    from conftest import REPO as repo, benchmark_script
     from retriever.benchmark import TRAINED_BY
     from retriever.registry import REGISTRY
-    repo = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("retriever_pipeline", repo / "benchmarks" / "retriever_pipeline.py")
-    pipeline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pipeline)
+    pipeline = benchmark_script("retriever_pipeline")
     assert pipeline.stages_for(str(repo / "configs/retriever/small.yaml"))["train-car"][1] == ["train-cfr"]
     assert pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))["train-car"][1] == ["train-cfr-conventional"]
     # The cpu benchmark scores the CAR its training config trains, and records that run's budget.
