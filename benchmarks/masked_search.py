@@ -6,7 +6,7 @@
 
 For each CFR retriever listed, states of the split are encoded once; then each method answers
 the same queries (top `k` accessible premises) one at a time (p50/p95 ms) and in batches of 64
-(queries/s), and the two answers are checked to be identical. Also timed: the state encoder
+(queries/s), and the two answers are compared. Also timed: the state encoder
 and the accessibility mask at batch 1, the other parts of a CFR query. Writes
 benchmarks/results/masked-search-<dataset>-<split>[-tag].{json,md}.
 """
@@ -65,7 +65,11 @@ def compare(r: CFRRetriever, queries, n: int, k: int, batch: int) -> dict:
         answers[method] = [hit for lo in range(0, len(qs), batch)
                            for hit in search(vectors[lo: lo + batch], k, masks[lo: lo + batch])]
         row[method] = stats(ms) | {f"queries_per_s_batch{batch}": round(len(qs) / (time.perf_counter() - t0), 1)}
-    row["identical"] = all(np.array_equal(a[1], b[1]) for a, b in zip(answers["scan_masked"], answers["pool_masked"]))
+    pairs = list(zip(answers["scan_masked"], answers["pool_masked"]))
+    # Both are exact up to float rounding: a matrix product and a matrix-vector product may
+    # differ in the last bit, which can swap two premises whose scores agree to 1e-7.
+    row["identical_rankings"] = sum(np.array_equal(a[1], b[1]) for a, b in pairs)
+    row["max_score_difference"] = float(max(np.abs(a[0] - b[0]).max(initial=0.0) for a, b in pairs))
     row["speedup_batch1_p50"] = round(row["pool_masked"]["p50_ms"] / row["scan_masked"]["p50_ms"], 2)
     return row
 
@@ -85,7 +89,8 @@ def markdown(result: dict) -> str:
     lines.append("")
     for row in result["rows"]:
         lines.append(f"- {row['retriever']}: {row['n_premises']} premises × {row['dim']} dims, {row['queries']} "
-                     f"queries; both methods gave identical rankings: {row['identical']}; "
+                     f"queries; identical rankings for {row['identical_rankings']} of them, scores at equal "
+                     f"ranks within {row['max_score_difference']:.1e}; "
                      f"batch-1 p50 speedup of the scan {row['speedup_batch1_p50']}×.")
     return "\n".join(lines) + (f"\n\nMachine: {result['machine']['cpu']} ({result['machine']['cpu_count']} cores). "
                                f"Commit {result['git_commit']}.\nCommand: `{result['command']}`\n")
