@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-
-# OpenMP threads that spin while waiting made small models 5-10x slower on a busy 2-core
-# machine; passive waiting costs nothing measurable when the machine is idle.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from collections.abc import Sequence
 
 from prover.data.errors import DataError
