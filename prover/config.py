@@ -36,6 +36,8 @@ class RetrieverConfig:
     models: str | None = None
     run_dir: str | None = None
     device: str = "auto"
+    # key=value overrides of that training config's inference settings, e.g. ["car.k1=20"].
+    model_overrides: list[str] = field(default_factory=list)
 
 
 @dataclass

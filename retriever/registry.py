@@ -34,17 +34,19 @@ def _bm25_plain(corpus: Corpus, cfg: Any) -> Retriever:
 
 
 def training_config(cfg: Any) -> Any:
-    """The retriever training config whose run folder holds the trained models."""
+    """The retriever training config whose run folder holds the trained models, with the
+    benchmark's `retriever.run_dir`, `device` and `model_overrides` applied to it."""
     if cfg is not None and OmegaConf.select(cfg, "cfr") is not None:
         return cfg  # already a training config (train-car building its first stage)
     from prover.config import load_config
     from retriever.settings import RetrieverTrainConfig
-    models = OmegaConf.select(cfg, "retriever.models") if cfg is not None else None
-    run_dir = OmegaConf.select(cfg, "retriever.run_dir") if cfg is not None else None
-    overrides = [f"run_dir={run_dir}"] if run_dir else []
-    if cfg is not None and OmegaConf.select(cfg, "retriever.device"):
-        overrides.append(f"device={cfg.retriever.device}")
-    return load_config(RetrieverTrainConfig, models, overrides)
+    def setting(key: str) -> Any:
+        return OmegaConf.select(cfg, f"retriever.{key}") if cfg is not None else None
+
+    overrides = [f"run_dir={setting('run_dir')}"] if setting("run_dir") else []
+    if setting("device"):
+        overrides.append(f"device={setting('device')}")
+    return load_config(RetrieverTrainConfig, setting("models"), overrides + list(setting("model_overrides") or []))
 
 
 def _model_dir(path: Path, what: str, command: str) -> Path:

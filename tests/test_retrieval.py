@@ -163,3 +163,22 @@ def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair(
     for name in bench.retrievers:
         assert name in REGISTRY
     assert all(TRAINED_BY[r] == ["pretrain", "cfr-conventional", "car-conventional"] for r in car_rows)
+
+
+def test_benchmark_model_overrides_reach_the_training_config():
+    from conftest import REPO as repo
+    from retriever.registry import training_config
+    bench = load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml"),
+                        ["retriever.run_dir=/elsewhere", "retriever.model_overrides=[car.k1=20,car.first_stage_weight=0]"])
+    tc = training_config(bench)
+    assert (tc.car.k1, tc.car.first_stage_weight, tc.run_dir) == (20, 0.0, "/elsewhere")
+    plain = training_config(load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml")))
+    assert (plain.car.k1, plain.car.first_stage_weight) == (100, 2.0)  # cpu.yaml's own
+
+
+def test_git_commit_of_a_copy_without_git_comes_from_the_environment(tmp_path, monkeypatch):
+    from prover.utils.runinfo import git_commit
+    monkeypatch.delenv("PROVER_GIT_COMMIT", raising=False)
+    assert git_commit(tmp_path) == "unknown"
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "0123abc")
+    assert git_commit(tmp_path) == "0123abc"

@@ -9,7 +9,12 @@ from pathlib import Path
 
 
 def git_commit(repo: str | Path | None = None) -> str:
+    """HEAD of the checkout this code runs from, "-dirty" if code or configs changed. A copy
+    without .git (a Ray job's working_dir, a GPU machine's copy) reports $PROVER_GIT_COMMIT,
+    set by whoever shipped it, or "unknown"."""
     repo = repo or Path(__file__).resolve().parents[2]
+    if not (Path(repo) / ".git").exists():
+        return os.environ.get("PROVER_GIT_COMMIT", "unknown")
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
                              text=True, timeout=10)
