@@ -137,5 +137,6 @@ def _footer(result: dict) -> str:
             f"{result['n_theorems']} theorems. R/P/F1 in %, nDCG graded (1 gold, 0.3 same module), "
             f"MRR over the top {result['config']['eval']['rankings_k']}. "
             f"Latency: one query at a time over the first {result['config']['latency_queries']}.\n\n"
-            f"Machine: {m.get('cpu')} ({m.get('cpu_count')} cores). Commit {result['git_commit']}.\n"
+            f"Machine: {m.get('cpu')} ({m.get('cpu_count')} cores){', GPU ' + m['gpu'] if m.get('gpu') else ''}, "
+            f"models on {result['config']['retriever']['device']}. Commit {result['git_commit']}.\n"
             f"Command: `{result['command']}`\n")

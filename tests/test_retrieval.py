@@ -176,9 +176,10 @@ def test_benchmark_model_overrides_reach_the_training_config():
     assert (plain.car.k1, plain.car.first_stage_weight) == (100, 2.0)  # cpu.yaml's own
 
 
-def test_git_commit_of_a_copy_without_git_comes_from_the_environment(tmp_path, monkeypatch):
+def test_git_commit_of_a_shipped_copy_comes_from_the_environment(tmp_path, monkeypatch):
     from prover.utils.runinfo import git_commit
     monkeypatch.delenv("PROVER_GIT_COMMIT", raising=False)
     assert git_commit(tmp_path) == "unknown"
     monkeypatch.setenv("PROVER_GIT_COMMIT", "0123abc")
     assert git_commit(tmp_path) == "0123abc"
+    assert git_commit() == "0123abc"  # the shipper's word wins over this checkout's own git

@@ -9,12 +9,15 @@ from pathlib import Path
 
 
 def git_commit(repo: str | Path | None = None) -> str:
-    """HEAD of the checkout this code runs from, "-dirty" if code or configs changed. A copy
-    without .git (a Ray job's working_dir, a GPU machine's copy) reports $PROVER_GIT_COMMIT,
-    set by whoever shipped it, or "unknown"."""
+    """HEAD of the checkout this code runs from, "-dirty" if code or configs changed.
+    $PROVER_GIT_COMMIT, when set, wins: whoever ships a copy elsewhere (a Ray job's working_dir,
+    a GPU machine) names the commit it came from, since the copy's own git state, if any, is not
+    the source's. A copy without either reports "unknown"."""
+    if os.environ.get("PROVER_GIT_COMMIT"):
+        return os.environ["PROVER_GIT_COMMIT"]
     repo = repo or Path(__file__).resolve().parents[2]
     if not (Path(repo) / ".git").exists():
-        return os.environ.get("PROVER_GIT_COMMIT", "unknown")
+        return "unknown"
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
                              text=True, timeout=10)
