@@ -177,7 +177,7 @@ class RerankRetriever(Retriever):
     With `first_stage_weight` w > 0 the head is ordered by z(CAR) + w·z(first stage) instead,
     each standardized over the query's k1 candidates (z(x) = (x - mean) / std), and that sum is
     the score. The paper orders by CAR alone (w = 0). A tiny CAR trained for a CPU-minute ranks
-    below CFR at R@5 on its own yet adds to it: see
+    no better than CFR on its own yet adds to it: see
     benchmarks/results/retrieval-mathlib-src-mini-random-val.md (cfr+car-only vs cfr+car).
     """
 
