@@ -6,6 +6,7 @@ the corpus keeps frequent Lean identifiers and notation as single tokens.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,13 +21,36 @@ log = logging.getLogger(__name__)
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", VAR_TOKEN, GOAL_TOKEN]
 
 
+def alphabet(texts: list[str], limit: int) -> list[str]:
+    """The `limit` most frequent non-space characters, ties broken by the character itself."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(text)
+    chars = [c for c in counts if not c.isspace()]
+    return sorted(sorted(chars, key=lambda c: (-counts[c], c))[:limit])
+
+
 def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: str | Path,
-                    min_frequency: int = 2) -> PreTrainedTokenizerFast:
-    """Train on `texts`, save to `out_dir` (save_pretrained), return the loaded tokenizer."""
-    wp = BertWordPieceTokenizer(lowercase=False, strip_accents=False, clean_text=True,
-                                handle_chinese_chars=False)
-    wp.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency,
-                           special_tokens=SPECIAL_TOKENS, limit_alphabet=2000, show_progress=False)
+                    min_frequency: int = 2, limit_alphabet: int = 2000) -> PreTrainedTokenizerFast:
+    """Train on `texts`, save to `out_dir` (save_pretrained), return the loaded tokenizer.
+
+    The same texts always give the same tokenizer.json. HF's trainer alone does not: it numbers
+    the `##c` continuation pieces in hash-map order, and those ids break ties between equally
+    frequent merges (huggingface/tokenizers#1794), so two runs differed in about 1% of a 4k
+    vocabulary. Declaring the alphabet and every `##c` up front, in sorted order, fixes all ids
+    before the first merge; the `##c` are then demoted from special tokens by rebuilding the
+    tokenizer from the trained vocabulary.
+    """
+    texts = list(texts)
+    chars = alphabet(texts, limit_alphabet)
+    pieces = [f"##{c}" for c in chars]
+    trainer = BertWordPieceTokenizer(lowercase=False, strip_accents=False, clean_text=True,
+                                     handle_chinese_chars=False)
+    trainer.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency,
+                                special_tokens=SPECIAL_TOKENS + pieces, initial_alphabet=chars,
+                                limit_alphabet=len(chars), show_progress=False)
+    wp = BertWordPieceTokenizer(vocab=trainer.get_vocab(), lowercase=False, strip_accents=False,
+                                clean_text=True, handle_chinese_chars=False)
     # Training from scratch leaves no post-processor: add BERT's [CLS] a [SEP] (b [SEP]).
     cls_id, sep_id = wp.token_to_id("[CLS]"), wp.token_to_id("[SEP]")
     wp.post_processor = TemplateProcessing(

@@ -19,6 +19,7 @@ from retriever.pretrain import (MLMBatches, build_model, corpus_texts, epoch_bat
                                 mlm_eval_loss, mlm_loss, pretrain, split_eval, tokenized_corpus)
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
+from retriever.tokenizer import train_tokenizer
 from prover.utils.training import set_seed
 
 MAX_STEPS = 40
@@ -67,6 +68,22 @@ def test_corpus_is_train_states_and_premises_only():
     unseen = held_out - train - premises  # a val state may coincide with a train state
     assert len(unseen) > 300
     assert not unseen & set(texts)
+
+
+def test_tokenizer_training_is_reproducible(tmp_path):
+    # HF's WordPiece trainer alone gave a different vocabulary on most runs (tokenizers#1794).
+    cfg = tiny_cfg(Path("/nonexistent"))
+    texts = corpus_texts(cfg)
+    saved = []
+    for run in range(3):
+        tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, tmp_path / str(run),
+                              cfg.tokenizer.min_frequency)
+        saved.append((tmp_path / str(run) / "tokenizer.json").read_text())
+    assert saved[0] == saved[1] == saved[2]
+    assert len(tok) == cfg.tokenizer.vocab_size
+    # The continuation pieces declared up front are ordinary vocabulary, not special tokens.
+    assert tok.all_special_tokens == ["[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]", "<VAR>", "<GOAL>"]
+    assert tok.tokenize("<VAR> (h : 0 < n) <GOAL> n ≠ 0")[:3] == ["<VAR>", "(", "h"]
 
 
 def test_special_tokens_are_never_masked(resumed):
