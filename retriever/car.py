@@ -41,14 +41,20 @@ def car_loss(logits: torch.Tensor) -> torch.Tensor:
     return (torch.logsumexp(log_pr, dim=1) - log_pr[:, 0]).mean()
 
 
-def truncate_pair(state: list[int], premise: list[int], budget: int) -> tuple[list[int], list[int]]:
+def truncate_pair(state: list[int], premise: list[int], budget: int,
+                  state_side: str = "right") -> tuple[list[int], list[int]]:
     """Fit two token lists into `budget` tokens, cutting the state first (only_first).
 
     The premise stays whole whenever the state can still keep half the budget; only a premise
     longer than that is cut too (longest_first), so a huge premise cannot squeeze the state
-    down to a handful of tokens. Text is cut at its end, as Hugging Face truncation does."""
+    down to a handful of tokens. The premise is cut at its end; the state at its end
+    (`state_side` "right", Hugging Face's default) or at its start ("left"), which keeps the
+    goal, the state's last part, and drops leading hypotheses instead."""
+    if state_side not in ("left", "right"):
+        raise ValueError(f"state_side must be 'left' or 'right', not {state_side!r}")
     keep_state = min(len(state), max(budget - len(premise), budget // 2))
-    return state[:keep_state], premise[:budget - keep_state]
+    kept = state[len(state) - keep_state:] if state_side == "left" else state[:keep_state]
+    return kept, premise[:budget - keep_state]
 
 
 class CARScorer:
@@ -56,7 +62,7 @@ class CARScorer:
 
     def __init__(self, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerFast,
                  max_len: int, score_batch_size: int = 64, device: str | torch.device = "cpu",
-                 meta: dict | None = None) -> None:
+                 meta: dict | None = None, truncation_side: str = "right") -> None:
         limit = model.config.max_position_embeddings
         if max_len > limit:
             raise ValueError(f"car.max_len={max_len} exceeds the encoder's {limit} positions")
@@ -64,6 +70,8 @@ class CARScorer:
         self.model = model.to(self.device)
         self.tokenizer = tokenizer
         self.max_len = max_len
+        self.truncation_side = truncation_side  # of the state; see truncate_pair
+        truncate_pair([], [], 0, truncation_side)  # reject a bad side here, not at first use
         self.score_batch_size = score_batch_size
         # Pairs per forward pass when scoring many (see `logits`): on a GPU padding is nearly
         # free and big batches are not, so there it is effectively one pass.
@@ -75,13 +83,15 @@ class CARScorer:
     @classmethod
     def from_encoder(cls, path: str | Path, max_len: int, score_batch_size: int = 64,
                      device: str | torch.device = "cpu",
-                     attention_dropout: float | None = None) -> CARScorer:
+                     attention_dropout: float | None = None,
+                     truncation_side: str = "right") -> CARScorer:
         """A fresh scorer on a pre-trained encoder folder (a BertForMaskedLM or BertModel and its
         tokenizer): the encoder weights load, the pooler and the one-logit head start random.
         `attention_dropout` replaces the encoder's attention-probability dropout (None: keep it)."""
         extra = {} if attention_dropout is None else {"attention_probs_dropout_prob": attention_dropout}
         model = BertForSequenceClassification.from_pretrained(str(path), num_labels=1, **extra)
-        return cls(model, load_tokenizer(path), max_len, score_batch_size, device)
+        return cls(model, load_tokenizer(path), max_len, score_batch_size, device,
+                   truncation_side=truncation_side)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, device: str | torch.device = "cpu",
@@ -90,7 +100,8 @@ class CARScorer:
         meta = json.loads((Path(path) / CAR_META).read_text())
         model = BertForSequenceClassification.from_pretrained(str(path))
         max_len, batch = meta.pop("max_len"), meta.pop("score_batch_size")
-        return cls(model, load_tokenizer(path), max_len, score_batch_size or batch, device, meta)
+        side = meta.pop("truncation_side", "right")  # scorers saved before the option cut right
+        return cls(model, load_tokenizer(path), max_len, score_batch_size or batch, device, meta, side)
 
     def save_pretrained(self, path: str | Path) -> None:
         path = Path(path)
@@ -98,7 +109,8 @@ class CARScorer:
         self.model.save_pretrained(str(path))
         self.tokenizer.save_pretrained(str(path))
         (path / CAR_META).write_text(json.dumps(
-            {"max_len": self.max_len, "score_batch_size": self.score_batch_size, **self.meta}, indent=1))
+            {"max_len": self.max_len, "score_batch_size": self.score_batch_size,
+             "truncation_side": self.truncation_side, **self.meta}, indent=1))
 
     def pair_ids(self, states: Sequence[str], premises: Sequence[Premise]) -> list[tuple[list[int], list[int]]]:
         """(input ids, token type ids) of `[CLS] format_state(s) [SEP] premise_text(p) [SEP]`."""
@@ -114,7 +126,7 @@ class CARScorer:
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         rows = []
         for s, p in zip(states, p_ids):
-            a, b = truncate_pair(s_ids[s], p, self.max_len - 3)
+            a, b = truncate_pair(s_ids[s], p, self.max_len - 3, self.truncation_side)
             rows.append(([cls_id, *a, sep_id, *b, sep_id], [0] * (len(a) + 2) + [1] * (len(b) + 1)))
         return rows
 

@@ -267,7 +267,8 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     log.info("CAR: %d pairs, %d examples (1 positive + %d negatives each), %d val queries",
              len(pairs), len(data), c.negatives, len(val))
 
-    scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device, c.attention_dropout)
+    scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device, c.attention_dropout,
+                                    c.truncation_side)
     scorer.meta = {"k1": c.k1, "k2": c.k2, "first_stage": first_stage.name}
     model = scorer.model
     # No weight decay on biases and LayerNorm weights (the usual BERT recipe).

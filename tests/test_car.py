@@ -110,6 +110,28 @@ def test_truncation_cuts_the_state_first():
     # A premise too long for half the window is cut too; the state keeps half.
     assert truncate_pair(s, list(range(80)), 50) == (s[:25], list(range(25)))
     assert truncate_pair(s[:5], list(range(80)), 50) == (s[:5], list(range(45)))
+    # Cut on the left, the state keeps its end (the goal); the premise is cut as before.
+    assert truncate_pair(s, p, 50, "left") == (s[60:], p)
+    assert truncate_pair(s, list(range(80)), 50, "left") == (s[75:], list(range(25)))
+    assert truncate_pair(s[:5], p, 50, "left") == (s[:5], p)
+    with pytest.raises(ValueError, match="state_side"):
+        truncate_pair(s, p, 50, "middle")
+
+
+def test_left_truncation_keeps_the_goal_and_round_trips(mini, encoder, tmp_path):
+    corpus, pairs, _ = mini
+    long_state = "\n".join(f"h{i} : {i} < {i} + 1" for i in range(40)) + "\n⊢ Finite (Set.univ : Set ℕ)"
+    premise = corpus.premises[0]
+    for side, keeps_goal in (("right", False), ("left", True)):
+        scorer = CARScorer.from_encoder(encoder, max_len=48, truncation_side=side)
+        ids = scorer.encode([long_state], [premise])["input_ids"][0].tolist()
+        assert len(ids) == 48
+        state_part = scorer.tokenizer.decode(ids[1:ids.index(scorer.tokenizer.sep_token_id)])
+        assert ("Finite" in state_part) == keeps_goal, (side, state_part)
+    scorer.save_pretrained(tmp_path / "car")
+    assert CARScorer.from_pretrained(tmp_path / "car").truncation_side == "left"
+    with pytest.raises(ValueError, match="state_side"):
+        CARScorer.from_encoder(encoder, max_len=48, truncation_side="up")
 
 
 def test_scorer_encodes_pairs_and_round_trips(mini, encoder, tmp_path):
