@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, benchmark_script
 from prover.config import load_config
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
@@ -79,3 +79,32 @@ def test_car_reranking_raises_recall_at_5_over_cfr(tiny):
     car_r5 = evaluate(reranked, queries, ks=(5,)).metrics["R@5"]
     assert reranked.first_stage_weight == cfg.car.first_stage_weight == 1.0
     assert car_r5 > cfr_r5, (car_r5, cfr_r5)
+
+
+def test_tiny_seeds_benchmark_resumes_and_compares_repeats(tmp_path, monkeypatch):
+    """The seed sweep's bookkeeping, with training replaced by a stand-in (the real training is
+    the fixture above): finished seeds are not retrained, and a repeat is compared by digests."""
+    tiny_seeds = benchmark_script("tiny_seeds")
+    trained = []
+
+    def fake_train(cfg, ds):
+        trained.append((cfg.seed, Path(cfg.run_dir).name))
+        r5 = 0.1 + cfg.seed / 100
+        return {"cpu_seconds": {"pretrain": 1.0, "cfr": 2.0, "car": 3.0}, "cpu_seconds_total": 6.0,
+                "queries": 111, "untrained_cfr_R@10": 0.02, "cfr_R@10": 0.3, "cfr_R@5": r5,
+                "cfr+car_R@5": r5 + 0.01, "car_gain_R@5": 0.01,
+                "digests": {"model": "same" if cfg.seed == 7 else Path(cfg.run_dir).name}}
+
+    monkeypatch.setattr(tiny_seeds, "train_and_score", fake_train)
+    monkeypatch.setattr(tiny_seeds, "Dataset", lambda root: object())
+    argv = ["--seeds", "7,3", "--repeat", "7,3", "--runs", str(tmp_path / "runs"), "--results-dir", str(tmp_path)]
+    tiny_seeds.main(argv)
+    assert trained == [(7, "seed-7"), (3, "seed-3"), (7, "seed-7-again"), (3, "seed-3-again")]
+    result = json.loads((tmp_path / "tiny-seeds-mathlib-src-mini-random-val.json").read_text())
+    assert [r["seed"] for r in result["rows"]] == [7, 3]
+    assert result["repeats"] == {"7": True, "3": False}
+    md = (tmp_path / "tiny-seeds-mathlib-src-mini-random-val.md").read_text()
+    assert "| 7 | 1.0 / 2.0 / 3.0 | 6.0 | 2.0 | 30.0 | 17.0 | 18.0 | +1.0 |" in md
+    assert "Seed 3 trained twice: files differ" in md
+    tiny_seeds.main(argv)  # everything recorded: nothing is trained again
+    assert len(trained) == 4
