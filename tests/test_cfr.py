@@ -355,5 +355,7 @@ def test_masked_search_benchmark_compares_identical_rankings(synth, synth_retrie
     assert row["identical_rankings"] == row["queries"] == 8 and row["n_premises"] == len(corpus)
     assert row["max_score_difference"] < 1e-5
     for part in ("encode_batch1", "mask_batch1", "scan_masked", "pool_masked"):
-        assert 0 < row[part]["p50_ms"] <= row[part]["p95_ms"]
+        assert 0 <= row[part]["p50_ms"] <= row[part]["p95_ms"]
+    # Masking 180 premises can take under the 5 µs that rounding to 0.01 ms keeps; a forward pass cannot.
+    assert row["encode_batch1"]["p50_ms"] > 0
     assert row["scan_masked"]["queries_per_s_batch3"] > 0
