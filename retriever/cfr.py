@@ -43,12 +43,16 @@ CFR_JSON = "cfr.json"
 
 class CFREncoder(nn.Module):
     def __init__(self, bert: BertModel, tokenizer: PreTrainedTokenizerFast, similarity: str = "fine",
-                 max_state_len: int = 512, max_premise_len: int = 256) -> None:
+                 max_state_len: int = 512, max_premise_len: int = 256,
+                 state_truncation_side: str = "right") -> None:
         super().__init__()
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown CFR similarity {similarity!r}; choose from {', '.join(SIMILARITIES)}")
+        if state_truncation_side not in ("left", "right"):
+            raise ValueError(f"state_truncation_side must be 'left' or 'right', not {state_truncation_side!r}")
         self.bert, self.tokenizer, self.similarity = bert, tokenizer, similarity
         self.max_state_len, self.max_premise_len = max_state_len, max_premise_len
+        self.state_truncation_side = state_truncation_side
 
     @property
     def device(self) -> torch.device:
@@ -58,9 +62,13 @@ class CFREncoder(nn.Module):
     def dim(self) -> int:
         return self.bert.config.hidden_size
 
-    def tokenize(self, texts: Sequence[str], max_len: int) -> list[list[int]]:
-        """Token ids with [CLS]/[SEP], truncated to max_len, unpadded."""
-        return self.tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
+    def tokenize(self, texts: Sequence[str], max_len: int, side: str = "right") -> list[list[int]]:
+        """Token ids with [CLS]/[SEP], cut to max_len at the `side` end of the text, unpadded."""
+        if side == "right":
+            return self.tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        body = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [[cls_id, *ids[max(0, len(ids) - (max_len - 2)):], sep_id] for ids in body]
 
     def _pooled(self, seqs: Sequence[Sequence[int]]) -> torch.Tensor:
         """Mean of the last hidden states over each sequence's real tokens, L2-normalised."""
@@ -88,14 +96,14 @@ class CFREncoder(nn.Module):
         inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
         return torch.cat(chunks)[inverse.to(chunks[0].device)]
 
-    def forward(self, texts: Sequence[str], max_len: int) -> torch.Tensor:
+    def forward(self, texts: Sequence[str], max_len: int, side: str = "right") -> torch.Tensor:
         """(len(texts), dim) unit vectors: mean-pooled last hidden states over real tokens."""
-        return self.embed_tokens(self.tokenize(texts, max_len))
+        return self.embed_tokens(self.tokenize(texts, max_len, side))
 
     # --- with gradients, for training -------------------------------------------------------
     def embed_states(self, texts: Sequence[str]) -> torch.Tensor:
         """Embed already formatted states (`format_state`)."""
-        return self(texts, self.max_state_len)
+        return self(texts, self.max_state_len, self.state_truncation_side)
 
     def embed_premises(self, premises: Sequence[Premise]) -> torch.Tensor:
         if self.similarity == "conventional":
@@ -107,7 +115,7 @@ class CFREncoder(nn.Module):
     # --- without gradients, for indexing and retrieval ---------------------------------------
     @torch.inference_mode()
     def encode(self, texts: Sequence[str], max_len: int, batch_size: int = 128,
-               progress: bool = False) -> torch.Tensor:
+               progress: bool = False, side: str = "right") -> torch.Tensor:
         """(len(texts), dim) float32 CPU unit vectors, in eval mode; identical texts
         (many premises share their arguments) are encoded once."""
         if not texts:
@@ -116,7 +124,7 @@ class CFREncoder(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            out = self.embed_tokens(self.tokenize(unique, max_len), batch_size, progress).float().cpu()
+            out = self.embed_tokens(self.tokenize(unique, max_len, side), batch_size, progress).float().cpu()
         finally:
             self.train(was_training)
         row = {t: i for i, t in enumerate(unique)}
@@ -124,7 +132,8 @@ class CFREncoder(nn.Module):
 
     def encode_states(self, states: Sequence[str], batch_size: int = 128) -> torch.Tensor:
         """Embed raw proof states (formatted here)."""
-        return self.encode([format_state(s) for s in states], self.max_state_len, batch_size)
+        return self.encode([format_state(s) for s in states], self.max_state_len, batch_size,
+                           side=self.state_truncation_side)
 
     def encode_premises(self, premises: Sequence[Premise], batch_size: int = 128,
                         progress: bool = False) -> torch.Tensor:
@@ -146,7 +155,8 @@ class CFREncoder(nn.Module):
         self.tokenizer.save_pretrained(str(path))
         (path / CFR_JSON).write_text(json.dumps({
             "similarity": self.similarity, "max_state_len": self.max_state_len,
-            "max_premise_len": self.max_premise_len}, indent=2))
+            "max_premise_len": self.max_premise_len,
+            "state_truncation_side": self.state_truncation_side}, indent=2))
         return path
 
     @classmethod
@@ -159,9 +169,11 @@ class CFREncoder(nn.Module):
             raise FileNotFoundError(f"no encoder at {path} (expected a Hugging Face model folder)")
         cfg = cfg if cfg is not None else CFRConfig()
         settings = {"similarity": cfg.similarity, "max_state_len": cfg.max_state_len,
-                    "max_premise_len": cfg.max_premise_len}
+                    "max_premise_len": cfg.max_premise_len,
+                    "state_truncation_side": cfg.state_truncation_side}
         if (path / CFR_JSON).exists():
             saved = json.loads((path / CFR_JSON).read_text())
+            saved.setdefault("state_truncation_side", "right")  # models saved before the option
             if saved["similarity"] != settings["similarity"]:
                 log.warning("%s was trained with %s similarity; using it, not cfr.similarity=%s",
                             path, saved["similarity"], settings["similarity"])

@@ -32,6 +32,7 @@ from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
 from retriever.faiss_index import PremiseIndex, StaleIndexError, corpus_fingerprint
 from retriever.registry import build_retriever
 from retriever.settings import CFRConfig, RetrieverTrainConfig
+from prover.data.premise import GOAL_TOKEN
 from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
 from retriever.tokenizer import train_tokenizer
 from retriever.train_cfr import cfr_run_dir, info_nce, init_path, make_batch, train_cfr
@@ -157,6 +158,27 @@ def test_conventional_scores_whole_premise(synth):
     assert torch.equal(vecs, whole)
     with pytest.raises(ValueError, match="similarity"):
         CFREncoder(enc.bert, enc.tokenizer, similarity="coarse")
+
+
+def test_left_state_truncation_keeps_the_goal_and_is_saved(synth, tmp_path):
+    _, model_dir = synth
+    enc = CFREncoder.from_pretrained(model_dir)
+    assert enc.state_truncation_side == "right"  # saved before the option, or by default
+    state = "\n".join(f"h{i} : x{i} = x{i}" for i in range(30)) + "\n⊢ zeta = omega"
+    tok = enc.tokenizer
+    right, left = (enc.tokenize([format_state(state)], 24, side)[0] for side in ("right", "left"))
+    assert len(right) == len(left) == 24
+    assert left[0] == right[0] == tok.cls_token_id and left[-1] == right[-1] == tok.sep_token_id
+    goal = tok.convert_tokens_to_ids(GOAL_TOKEN)
+    assert goal in left and goal not in right
+    enc.state_truncation_side, enc.max_state_len = "left", 24
+    enc.eval()  # embed_states runs in whatever mode the model is in
+    with torch.no_grad():
+        assert torch.allclose(enc.encode_states([state]), enc.embed_states([format_state(state)]), atol=1e-6)
+    enc.save_pretrained(tmp_path / "cfr")
+    assert CFREncoder.from_pretrained(tmp_path / "cfr").state_truncation_side == "left"
+    with pytest.raises(ValueError, match="state_truncation_side"):
+        CFREncoder(enc.bert, enc.tokenizer, state_truncation_side="middle")
 
 
 # --- retrieval with accessibility -----------------------------------------------------------
