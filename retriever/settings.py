@@ -98,7 +98,7 @@ class CARConfig:
     max_len: int = 1024
     # Which end of a too-long state is cut: "right" (HF's default) drops the goal first, "left"
     # keeps the goal and drops leading hypotheses. At max_len 128 on mathlib-src random/val,
-    # cutting right lost the whole goal in 23% of gold pairs (a development count, cpu tokenizer).
+    # cutting right drops the whole goal from 22% of gold pairs (results/truncation-*-random-val.md).
     truncation_side: str = "right"
     # None keeps the encoder's (BERT: 0.1). Off, a CPU step of tiny CAR costs about a quarter
     # less (profiled on mathlib-src-mini).
