@@ -24,7 +24,7 @@ from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
 from prover.data.premise import Premise
 from retriever.base import RankedPremise, Retriever, TheoremContext
-from retriever.text import format_state, premise_text
+from retriever.text import cut_tokens, format_state, premise_text
 from retriever.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -50,11 +50,8 @@ def truncate_pair(state: list[int], premise: list[int], budget: int,
     down to a handful of tokens. The premise is cut at its end; the state at its end
     (`state_side` "right", Hugging Face's default) or at its start ("left"), which keeps the
     goal, the state's last part, and drops leading hypotheses instead."""
-    if state_side not in ("left", "right"):
-        raise ValueError(f"state_side must be 'left' or 'right', not {state_side!r}")
     keep_state = min(len(state), max(budget - len(premise), budget // 2))
-    kept = state[len(state) - keep_state:] if state_side == "left" else state[:keep_state]
-    return kept, premise[:budget - keep_state]
+    return cut_tokens(state, keep_state, state_side), premise[:budget - keep_state]
 
 
 class CARScorer:
@@ -71,7 +68,7 @@ class CARScorer:
         self.tokenizer = tokenizer
         self.max_len = max_len
         self.truncation_side = truncation_side  # of the state; see truncate_pair
-        truncate_pair([], [], 0, truncation_side)  # reject a bad side here, not at first use
+        cut_tokens([], 0, truncation_side, "car.truncation_side")  # reject a bad side now, not at first use
         self.score_batch_size = score_batch_size
         # Pairs per forward pass when scoring many (see `logits`): on a GPU padding is nearly
         # free and big batches are not, so there it is effectively one pass.

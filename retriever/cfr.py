@@ -32,7 +32,7 @@ from prover.data.premise import Premise
 from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
-from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
+from retriever.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
 from prover.utils.training import pick_device
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,7 @@ class CFREncoder(nn.Module):
         super().__init__()
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown CFR similarity {similarity!r}; choose from {', '.join(SIMILARITIES)}")
-        if state_truncation_side not in ("left", "right"):
-            raise ValueError(f"state_truncation_side must be 'left' or 'right', not {state_truncation_side!r}")
+        cut_tokens([], 0, state_truncation_side, "cfr.state_truncation_side")  # reject a bad side now
         self.bert, self.tokenizer, self.similarity = bert, tokenizer, similarity
         self.max_state_len, self.max_premise_len = max_state_len, max_premise_len
         self.state_truncation_side = state_truncation_side
@@ -68,7 +67,7 @@ class CFREncoder(nn.Module):
             return self.tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         body = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-        return [[cls_id, *ids[max(0, len(ids) - (max_len - 2)):], sep_id] for ids in body]
+        return [[cls_id, *cut_tokens(ids, max_len - 2, side), sep_id] for ids in body]
 
     def _pooled(self, seqs: Sequence[Sequence[int]]) -> torch.Tensor:
         """Mean of the last hidden states over each sequence's real tokens, L2-normalised."""

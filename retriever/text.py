@@ -32,3 +32,16 @@ def premise_goal_text(p: Premise) -> str:
 
 def premise_text(p: Premise) -> str:
     return f"{premise_args_text(p)} {premise_goal_text(p)}"
+
+
+TRUNCATION_SIDES = ("left", "right")
+
+
+def cut_tokens(ids: list[int], keep: int, side: str, name: str = "state_side") -> list[int]:
+    """At most `keep` of `ids`: the first ones ("right", cut at the end, as Hugging Face does) or
+    the last ones ("left", cut at the start, which keeps a state's goal). `name` is the setting
+    an error message blames."""
+    if side not in TRUNCATION_SIDES:
+        raise ValueError(f"{name}={side!r}: the state_side to cut must be 'left' or 'right'")
+    keep = max(0, min(keep, len(ids)))
+    return ids[len(ids) - keep:] if side == "left" else ids[:keep]
