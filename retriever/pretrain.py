@@ -22,7 +22,6 @@ and skip this stage.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import math
@@ -42,7 +41,8 @@ from prover.data.state import NO_GOALS
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
 from retriever.tokenizer import load_tokenizer, train_tokenizer
-from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
+                                   set_seed)
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +147,6 @@ class MLMBatches:
         return {k: v.to(self.device) for k, v in batch.items()}
 
 
-def _autocast(device: torch.device) -> contextlib.AbstractContextManager:
-    return (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-            else contextlib.nullcontext())
-
-
 def mlm_loss(model: BertForMaskedLM, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Cross-entropy of the original tokens at the masked positions, averaged over them:
     `model(**batch).loss`, but the vocabulary projection runs on the ~15% masked positions
@@ -194,7 +189,7 @@ def mlm_eval_loss(model: BertForMaskedLM, batches: MLMBatches, seqs: list[np.nda
             batch = batches(seqs[i:i + batch_size])
             n = int((batch["labels"] != -100).sum())
             if n:
-                with _autocast(batches.device):
+                with mixed_precision(batches.device):
                     total += mlm_loss(model, batch).item() * n  # a mean over masked tokens
                 count += n
     model.train(was_training)
@@ -230,7 +225,7 @@ def _train_step(model: BertForMaskedLM, micro: list[dict[str, torch.Tensor]],
         n = int((m["labels"] != -100).sum())
         if n == 0:
             continue
-        with _autocast(device):
+        with mixed_precision(device):
             loss = mlm_loss(model, m)
         (loss * (n / total)).backward()
         step_loss += loss.item() * n / total

@@ -38,7 +38,8 @@ from prover.utils.runinfo import git_commit
 from retriever.base import Retriever, TheoremContext
 from retriever.car import CARScorer, RerankRetriever, car_loss
 from retriever.evaluate import evaluate
-from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
+                                   set_seed)
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,9 @@ class CARData:
 
 def group_loss(scorer: CARScorer, data: CARData, examples: Sequence[int], epoch: int) -> torch.Tensor:
     states, premises = data.batch(examples, epoch)
-    return car_loss(scorer.logits(states, premises).view(len(examples), 1 + data.negatives))
+    with mixed_precision(scorer.device):
+        logits = scorer.logits(states, premises)
+    return car_loss(logits.float().view(len(examples), 1 + data.negatives))
 
 
 @lru_cache(maxsize=1)

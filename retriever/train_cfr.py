@@ -37,8 +37,8 @@ from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
 from retriever.evaluate import evaluate
 from retriever.settings import CFRConfig
 from retriever.text import format_state
-from prover.utils.training import (Budget, Progress, RunDir, epoch_order, pick_device, save_dir_atomically,
-                                set_seed)
+from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
+                                   save_dir_atomically, set_seed)
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +194,10 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
             rng = np.random.default_rng([cfg.seed, progress.epoch, b])
             ids, targets, mask = make_batch([positives[i] for i in idx], len(corpus),
                                             c.premises_per_query, rng)
-            s = model.embed_states([states[i] for i in idx])
-            p = model.embed_premises([corpus.premises[j] for j in ids])
-            loss = info_nce(s, p, targets.to(device), mask.to(device), c.temperature)
+            with mixed_precision(device):
+                s = model.embed_states([states[i] for i in idx])
+                p = model.embed_premises([corpus.premises[j] for j in ids])
+            loss = info_nce(s.float(), p.float(), targets.to(device), mask.to(device), c.temperature)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

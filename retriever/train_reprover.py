@@ -30,7 +30,8 @@ from retriever.evaluate import evaluate
 from retriever.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
                                 sample_negatives, similarity_loss)
 from retriever.settings import ReProverConfig
-from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
+                                   set_seed)
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +138,10 @@ def train_reprover(cfg: Any) -> dict:
             # Negatives depend on (seed, epoch, batch) only, so a resumed run samples the same.
             rng = np.random.default_rng([cfg.seed, progress.epoch, b])
             states, candidates, labels = make_batch(batch, train_q, corpus, rc, rng)
-            loss = similarity_loss(encoder(states, rc.max_state_len),
-                                   encoder([texts[c] for c in candidates], rc.max_premise_len),
-                                   labels.to(device))
+            with mixed_precision(device):
+                s = encoder(states, rc.max_state_len)
+                p = encoder([texts[c] for c in candidates], rc.max_premise_len)
+            loss = similarity_loss(s.float(), p.float(), labels.to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(encoder.parameters(), rc.grad_clip)

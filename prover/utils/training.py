@@ -56,6 +56,14 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def mixed_precision(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast for forward passes on CUDA (as ReProver trains: bf16-mixed); nothing on a
+    CPU, where bf16 matmuls are slower than fp32 on most cores. Losses are computed outside it,
+    in fp32: a contrastive loss divides by a temperature of 0.02-0.05."""
+    return (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
+            else contextlib.nullcontext())
+
+
 @dataclass
 class Progress:
     """How far a run got; saved in every checkpoint."""
