@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for stage in args.stages.split(","):
         section, extra, sub = STAGES[stage]
+        if stage == "train-cfr" and cfg.car.first_stage == "cfr-conventional":
+            extra, sub = [*extra, "cfr.similarity=conventional"], "cfr-conventional"  # the CFR CAR starts from
         cmd = [sys.executable, "-m", "prover.cli", "retriever", stage, "--config", args.config,
                f"run_dir={run_dir}", f"{section}.max_minutes={args.minutes}",
                f"{section}.log_every={args.log_every}", *extra, *args.overrides]

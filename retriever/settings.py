@@ -134,7 +134,9 @@ class ReProverConfig:
     num_layers: int = 12
     num_heads: int = 6
     d_kv: int = 64
-    max_state_len: int = 2048
+    # ReProver's retriever: max_seq_len 1024 for states and premises alike (2048 is its
+    # generator's); at 2048, batch 8 ran out of memory on an 80 GB H100 (results/train-throughput-paper-cuda.md).
+    max_state_len: int = 1024
     max_premise_len: int = 1024
     batch_size: int = 8
     negatives: int = 3
