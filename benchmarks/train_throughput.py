@@ -10,6 +10,10 @@ with a validation or start event inside are dropped, and so is each stage's firs
 start-up, first batches), so the figure is the steady rate. Run it on a lent GPU before
 booking a cluster: steps/s times the steps a full run needs gives its GPU-hours. The run is
 also the check that every stage trains on the device at that size.
+
+`--stages` reruns some stages (a later stage starts from the models of the earlier ones in the
+same run dir); rows of the others are kept from the results file when config, overrides and
+budget match, each row naming the commit it was measured at.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from prover.config import load_config
 from prover.data.jsonio import write_json
 from prover.utils.runinfo import git_commit, machine
 from retriever.settings import RetrieverTrainConfig
+from retriever.train_car import car_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,6 +73,19 @@ def steady_rate(log_path: Path) -> tuple[float | None, int, float]:
     return statistics.median(r[0] / r[1] for r in rates), steps, seconds
 
 
+def kept_rows(path: Path, args: argparse.Namespace, new: list[dict]) -> list[dict]:
+    """Rows of an earlier run of the same config, overrides and budget for the stages this run
+    did not measure (a rerun of one stage after a fix keeps the others; each row names its commit)."""
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    if (old.get("config"), old.get("overrides"), old.get("minutes_per_stage")) != (
+            args.config, args.overrides, args.minutes):
+        return []
+    measured = {r["stage"] for r in new}
+    return [r for r in old["rows"] if r["stage"] not in measured]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/retriever/paper.yaml")
@@ -89,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         section, extra, sub = STAGES[stage]
         if stage == "train-cfr" and cfg.car.first_stage == "cfr-conventional":
             extra, sub = [*extra, "cfr.similarity=conventional"], "cfr-conventional"  # the CFR CAR starts from
+        if stage == "train-car":
+            sub = car_run_dir(run_dir, cfg.car.first_stage).name
         cmd = [sys.executable, "-m", "prover.cli", "retriever", stage, "--config", args.config,
                f"run_dir={run_dir}", f"{section}.max_minutes={args.minutes}",
                f"{section}.log_every={args.log_every}", *extra, *args.overrides]
@@ -100,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         per_step, unit = examples_per_step(cfg, stage)
         log_path = run_dir / sub / "train_log.jsonl"
         rate, steps, seconds = steady_rate(log_path) if log_path.exists() else (None, 0, 0.0)
-        rows.append({"stage": stage, "exit_code": code, "wall_s": round(wall, 1), "steps_measured": steps,
+        rows.append({"stage": stage, "git_commit": git_commit(), "exit_code": code, "wall_s": round(wall, 1), "steps_measured": steps,
                      "seconds_measured": round(seconds, 1),
                      "steps_per_s": None if rate is None else round(rate, 3),
                      "examples_per_step": per_step, "unit": unit,
@@ -113,19 +133,23 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     device = "cuda" if "gpu" in info else "cpu"
     tag = args.tag or device
+    stem = Path(args.results_dir) / f"train-throughput-{Path(args.config).stem}-{tag}"
     command = " ".join(["python benchmarks/train_throughput.py", *(argv if argv is not None else sys.argv[1:])])
+    rows = kept_rows(stem.with_suffix(".json"), args, rows) + rows
+    rows.sort(key=lambda r: list(STAGES).index(r["stage"]))
     result = {"benchmark": "train-throughput", "config": args.config, "overrides": args.overrides,
               "minutes_per_stage": args.minutes, "rows": rows, "command": command,
               "git_commit": git_commit(), "machine": info}
     md = [f"## Training throughput: `{args.config}` on {info.get('gpu', info['cpu'])}\n",
-          "| stage | steps/s | examples/s | one step | steps measured | exit |", "|---|---|---|---|---|---|"]
+          "| stage | steps/s | examples/s | one step | steps measured | exit | commit |",
+          "|---|---|---|---|---|---|---|"]
     md += [f"| {r['stage']} | {r['steps_per_s']} | {r['examples_per_s']} | {r['examples_per_step']} "
-           f"{r['unit']} | {r['steps_measured']} in {r['seconds_measured']} s | {r['exit_code']} |" for r in rows]
+           f"{r['unit']} | {r['steps_measured']} in {r['seconds_measured']} s | {r['exit_code']} "
+           f"| {r['git_commit'][:8]} |" for r in rows]
     md.append(f"\nEach stage trained {args.minutes} min (`max_minutes`); rates are medians over "
               f"{args.log_every}-step log windows, the first window and any with validation dropped. "
               f"Overrides: `{' '.join(args.overrides) or 'none'}`.\n\n"
               f"Commit {result['git_commit']}.\nCommand: `{command}`\n")
-    stem = Path(args.results_dir) / f"train-throughput-{Path(args.config).stem}-{tag}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     write_json(stem.with_suffix(".json"), result)
     stem.with_suffix(".md").write_text("\n".join(md))

@@ -145,6 +145,10 @@ class ReProverConfig:
     lr: float = 1e-4
     warmup_steps: int = 100
     grad_clip: float = 1.0  # ReProver's gradient_clip_val
+    # Recompute activations in the backward pass: ~1/3 more compute, a fraction of the memory.
+    # At ByT5-small size, batch 8 with 32 candidates of 1024 bytes needs more than an 80 GB
+    # H100 without it (results/train-throughput-paper-cuda.md).
+    gradient_checkpointing: bool = False
     epochs: int = 2
     max_minutes: float | None = None
     log_every: int = 50

@@ -95,6 +95,8 @@ def train_reprover(cfg: Any) -> dict:
              len(train_q), len(val_q))
 
     encoder = (ByteEncoder.load(rc.init_from) if rc.init_from else ByteEncoder.fresh(rc)).to(device)
+    if rc.gradient_checkpointing:
+        encoder.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = torch.optim.AdamW(encoder.parameters(), lr=rc.lr)
     scheduler = get_constant_schedule_with_warmup(optimizer, rc.warmup_steps)
     progress = run.load_checkpoint(encoder, optimizer, scheduler) or Progress()

@@ -1,6 +1,7 @@
 """The ReProver-style baseline (loss, negatives, training, retrieval, checkpoints) and RRF hybrids."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -55,6 +56,25 @@ def test_mse_loss_equals_hand_computation_and_labels_mark_all_gold():
     assert labels.tolist() == [[1, 0, 1], [0, 1, 0]]  # 7 is query 0's other positive: 1
     # cos = [[1, .6, 0], [0, .8, 1]]; squared errors 0, .36, 1, 0, .04, 1 over 6 cells
     assert similarity_loss(states, premises, labels).item() == pytest.approx(2.4 / 6)
+
+
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients():
+    """What paper.yaml turns on to fit batch 8 on one GPU must change memory, not the maths."""
+    texts = ["theorem foo (n : Nat) : n + 0 = n", "a ≤ b → b ≤ c → a ≤ c", "x"]
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)
+        encoder = ByteEncoder.fresh(dataclasses.replace(TINY, dropout=0.0)).train()
+        if checkpointing:
+            encoder.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        e = encoder(texts, 64)
+        loss = similarity_loss(e[:1], e[1:], torch.tensor([[1.0, 0.0]]))
+        loss.backward()
+        grads.append((loss.item(), [p.grad.clone() for p in encoder.parameters()]))
+    assert encoder.model.is_gradient_checkpointing
+    assert grads[0][0] == pytest.approx(grads[1][0], abs=1e-6)
+    for a, b in zip(grads[0][1], grads[1][1]):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
 def test_batch_labels_mark_other_examples_positives_of_the_same_state(demo):
