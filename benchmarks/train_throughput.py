@@ -83,7 +83,7 @@ def kept_rows(path: Path, args: argparse.Namespace, new: list[dict]) -> list[dic
             args.config, args.overrides, args.minutes):
         return []
     measured = {r["stage"] for r in new}
-    return [r for r in old["rows"] if r["stage"] not in measured]
+    return [{"git_commit": old["git_commit"], **r} for r in old["rows"] if r["stage"] not in measured]
 
 
 def main(argv: list[str] | None = None) -> int:
