@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -55,22 +54,21 @@ def examples_per_step(cfg: RetrieverTrainConfig, stage: str) -> tuple[int, str]:
 
 
 def steady_rate(log_path: Path) -> tuple[float | None, int, float]:
-    """Median steps/s over training-log windows, dropping the first and any with an event or
-    validation inside; also the steps and seconds those windows cover."""
-    rates, steps, seconds, prev = [], 0, 0.0, None
+    """Steps/s over the training-log windows, the first dropped and any with an event or
+    validation inside; also the steps and seconds those windows cover. Steps over seconds in
+    all, not a median of windows: a fast stage's 5-step window lasts a few log-time ticks."""
+    windows, prev = [], None
     for line in log_path.read_text().splitlines():
         row = json.loads(line)
         if "loss" not in row or "event" in row or any(k.startswith("val_") for k in row):
             prev = None  # a window over a validation pass or a restart is not training
             continue
         if prev is not None and row["step"] > prev["step"] and row["time"] > prev["time"]:
-            rates.append((row["step"] - prev["step"], row["time"] - prev["time"]))
+            windows.append((row["step"] - prev["step"], row["time"] - prev["time"]))
         prev = row
-    rates = rates[1:]
-    if not rates:
-        return None, 0, 0.0
-    steps, seconds = sum(r[0] for r in rates), sum(r[1] for r in rates)
-    return statistics.median(r[0] / r[1] for r in rates), steps, seconds
+    windows = windows[1:]
+    steps, seconds = sum(w[0] for w in windows), sum(w[1] for w in windows)
+    return (steps / seconds if seconds > 0 else None), steps, seconds
 
 
 def kept_rows(path: Path, args: argparse.Namespace, new: list[dict]) -> list[dict]:
@@ -86,6 +84,40 @@ def kept_rows(path: Path, args: argparse.Namespace, new: list[dict]) -> list[dic
     return [{"git_commit": old["git_commit"], **r} for r in old["rows"] if r["stage"] not in measured]
 
 
+def with_rates(row: dict) -> dict:
+    """The row's rates from its own counts (steps_measured over seconds_measured)."""
+    rate = row["steps_measured"] / row["seconds_measured"] if row["seconds_measured"] else None
+    return {**row, "steps_per_s": None if rate is None else round(rate, 3),
+            "examples_per_s": None if rate is None else round(rate * row["examples_per_step"], 1)}
+
+
+def render(result: dict) -> str:
+    info = result["machine"]
+    md = [f"## Training throughput: `{result['config']}` on {info.get('gpu', info['cpu'])}\n",
+          "| stage | steps/s | examples/s | one step | steps measured | exit | commit |",
+          "|---|---|---|---|---|---|---|"]
+    md += [f"| {r['stage']} | {r['steps_per_s']} | {r['examples_per_s']} | {r['examples_per_step']} "
+           f"{r['unit']} | {r['steps_measured']} in {r['seconds_measured']} s | {r['exit_code']} "
+           f"| {r['git_commit'][:8]} |" for r in result["rows"]]
+    md.append(f"\nEach stage trained {result['minutes_per_stage']} min (`max_minutes`); a rate is the steps "
+              f"of its {result.get('log_every', 5)}-step log windows over their seconds, the first window and any with validation "
+              f"dropped. Overrides: `{' '.join(result['overrides']) or 'none'}`.\n")
+    md.extend(f"{note}\n" for note in result.get("notes", []))
+    md.append(f"\nCommit {result['git_commit']}.\nCommand: `{result['command']}`\n")
+    return "\n".join(md)
+
+
+def rerender(path: Path) -> None:
+    """Rates of a results file recomputed from its rows' counts, and its table written again."""
+    result = json.loads(path.read_text())
+    result["rows"] = [with_rates(r) for r in result["rows"]]
+    result.setdefault("notes", []).append(
+        f"Rates recomputed from each row's steps and seconds by `python benchmarks/train_throughput.py "
+        f"--render {path.name}` at {git_commit()}.")
+    write_json(path, result)
+    path.with_suffix(".md").write_text(render(result))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/retriever/paper.yaml")
@@ -96,7 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-dir", default=str(REPO / "benchmarks/results"))
     p.add_argument("--tag", default=None, help="results file suffix (default: cuda or cpu)")
     p.add_argument("overrides", nargs="*", help="config overrides, e.g. data.root=...")
+    p.add_argument("--render", default=None, metavar="JSON",
+                   help="only recompute a results file's rates from its counts and rewrite its table")
     args = p.parse_args(argv)
+    if args.render:
+        rerender(Path(args.render))
+        return 0
     cfg = load_config(RetrieverTrainConfig, args.config, args.overrides)
     run_dir = Path(args.run_dir or Path(os.environ.get("PROVER_RUNS", "runs")) /
                    f"throughput-{Path(args.config).stem}-{int(time.time())}")
@@ -119,12 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - t0
         per_step, unit = examples_per_step(cfg, stage)
         log_path = run_dir / sub / "train_log.jsonl"
-        rate, steps, seconds = steady_rate(log_path) if log_path.exists() else (None, 0, 0.0)
-        rows.append({"stage": stage, "git_commit": git_commit(), "exit_code": code, "wall_s": round(wall, 1), "steps_measured": steps,
-                     "seconds_measured": round(seconds, 1),
-                     "steps_per_s": None if rate is None else round(rate, 3),
-                     "examples_per_step": per_step, "unit": unit,
-                     "examples_per_s": None if rate is None else round(rate * per_step, 1)})
+        _, steps, seconds = steady_rate(log_path) if log_path.exists() else (None, 0, 0.0)
+        rows.append(with_rates({"stage": stage, "git_commit": git_commit(), "exit_code": code,
+                                "wall_s": round(wall, 1), "steps_measured": steps,
+                                "seconds_measured": round(seconds, 3), "examples_per_step": per_step,
+                                "unit": unit}))
         print(f"[throughput] {stage}: exit {code}, {rows[-1]['steps_per_s']} steps/s, "
               f"{rows[-1]['examples_per_s']} {unit}/s ({wall:.0f} s)", flush=True)
         if code != 0:
@@ -138,22 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = kept_rows(stem.with_suffix(".json"), args, rows) + rows
     rows.sort(key=lambda r: list(STAGES).index(r["stage"]))
     result = {"benchmark": "train-throughput", "config": args.config, "overrides": args.overrides,
-              "minutes_per_stage": args.minutes, "rows": rows, "command": command,
+              "minutes_per_stage": args.minutes, "log_every": args.log_every, "rows": rows, "command": command,
               "git_commit": git_commit(), "machine": info}
-    md = [f"## Training throughput: `{args.config}` on {info.get('gpu', info['cpu'])}\n",
-          "| stage | steps/s | examples/s | one step | steps measured | exit | commit |",
-          "|---|---|---|---|---|---|---|"]
-    md += [f"| {r['stage']} | {r['steps_per_s']} | {r['examples_per_s']} | {r['examples_per_step']} "
-           f"{r['unit']} | {r['steps_measured']} in {r['seconds_measured']} s | {r['exit_code']} "
-           f"| {r['git_commit'][:8]} |" for r in rows]
-    md.append(f"\nEach stage trained {args.minutes} min (`max_minutes`); rates are medians over "
-              f"{args.log_every}-step log windows, the first window and any with validation dropped. "
-              f"Overrides: `{' '.join(args.overrides) or 'none'}`.\n\n"
-              f"Commit {result['git_commit']}.\nCommand: `{command}`\n")
+    md = render(result)
     stem.parent.mkdir(parents=True, exist_ok=True)
     write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text("\n".join(md))
-    print("\n".join(md))
+    stem.with_suffix(".md").write_text(md)
+    print(md)
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
 
 

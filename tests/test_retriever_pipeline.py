@@ -7,6 +7,7 @@ re-ranking of CFR's top 20 raises R@5 over CFR alone. The re-ranking is the regi
 """
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -108,3 +109,28 @@ def test_tiny_seeds_benchmark_resumes_and_compares_repeats(tmp_path, monkeypatch
     assert "Seed 3 trained twice: files differ" in md
     tiny_seeds.main(argv)  # everything recorded: nothing is trained again
     assert len(trained) == 4
+
+
+def test_training_throughput_reads_steady_windows_and_keeps_other_stages_rows(tmp_path):
+    throughput = benchmark_script("train_throughput")
+    log = tmp_path / "train_log.jsonl"
+    rows = [{"event": "start", "step": 0, "time": 0.0},
+            {"step": 5, "loss": 1.0, "time": 10.0},   # no window across the start event
+            {"step": 10, "loss": 1.0, "time": 20.0},  # the first window (start-up): dropped
+            {"step": 15, "loss": 1.0, "time": 21.0},  # 5 / 1 s
+            {"step": 15, "val_R@10": 0.1, "time": 50.0},
+            {"step": 20, "loss": 1.0, "time": 51.0},  # after validation: starts a new window
+            {"step": 25, "loss": 1.0, "time": 53.0}]  # 5 / 2 s
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rate, steps, seconds = throughput.steady_rate(log)
+    assert (steps, seconds) == (10, 3.0) and rate == pytest.approx(10 / 3)
+    row = throughput.with_rates({"steps_measured": 10, "seconds_measured": 4.0, "examples_per_step": 32})
+    assert row["steps_per_s"] == 2.5 and row["examples_per_s"] == 80.0
+    # A rerun of one stage keeps the others' rows of the same config and budget, with their commit.
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"config": "c.yaml", "overrides": [], "minutes_per_stage": 1.0, "git_commit": "abc",
+                               "rows": [{"stage": "pretrain"}, {"stage": "train-car"}]}))
+    args = argparse.Namespace(config="c.yaml", overrides=[], minutes=1.0)
+    kept = throughput.kept_rows(old, args, [{"stage": "train-car"}])
+    assert kept == [{"git_commit": "abc", "stage": "pretrain"}]
+    assert throughput.kept_rows(old, argparse.Namespace(config="c.yaml", overrides=[], minutes=2.0), []) == []

@@ -132,7 +132,7 @@ class RunDir:
         self.log_path = self.path / "train_log.jsonl"
 
     def log(self, **row: Any) -> None:
-        row = {"time": round(time.time(), 1), **row}
+        row = {"time": round(time.time(), 3), **row}  # ms: rates are read off short windows
         with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
 
