@@ -134,8 +134,7 @@ class ReProverConfig:
     num_layers: int = 12
     num_heads: int = 6
     d_kv: int = 64
-    # ReProver's retriever: max_seq_len 1024 for states and premises alike (2048 is its
-    # generator's); at 2048, batch 8 ran out of memory on an 80 GB H100 (results/train-throughput-paper-cuda.md).
+    # ReProver's retriever: max_seq_len 1024 for states and premises alike (2048 is its generator's).
     max_state_len: int = 1024
     max_premise_len: int = 1024
     batch_size: int = 8
