@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -51,7 +52,16 @@ def untrained_generator(tmp_path):
 
 
 @pytest.fixture
-def head_node(tmp_path):
+def ray_auth(monkeypatch):
+    """Token auth set up by the test itself, for the head and the jobs client alike: nothing
+    comes from ~/.ray, so the test passes the same on a new machine with an empty HOME."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+
+
+@pytest.fixture
+def head_node(tmp_path, ray_auth):
     gcs, dash, client, node_mgr, obj_mgr, agent, agent_grpc, env_agent, metrics = _free_ports(9)
     temp = tempfile.mkdtemp(prefix="rj-", dir="/tmp")  # short: socket paths have a length limit
     log = open(tmp_path / "ray-start.log", "w")
@@ -111,6 +121,12 @@ def _reap(temp: str) -> None:
 
 
 def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, data_root):
+    import urllib.error
+    import urllib.request
+    # The head enforces the test's token: a request without it is refused.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{head_node}/api/jobs/", timeout=10)
+    assert refused.value.code == 401
     out = tmp_path / "out"
     cmd = [_ray_bin(), "job", "submit", "--address", head_node, "--",
            sys.executable, str(REPO / "benchmarks" / "search_job.py"),
@@ -119,8 +135,8 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, d
            "--retriever", "bm25", "--env", "replay", "--corpus", str(data_root / "mathlib-src-mini"),
            "--generator", str(untrained_generator), "--out", str(out),
            "search.max_expansions=1", "search.num_tactics=2"]
-    # Ray 2.60 clusters ask for a token (~/.ray/auth_token); the jobs client sends it in token mode.
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "RAY_AUTH_MODE": "token"}
+    # The head asks for the token (ray_auth); the jobs client sends the same one.
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
     logs = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, logs
