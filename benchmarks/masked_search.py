@@ -20,13 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from prover.config import RetrievalBenchmarkConfig, load_config, to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
+from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
 from retriever.benchmark import results_stem
 from retriever.cfr import CFRRetriever
@@ -37,7 +37,7 @@ log = logging.getLogger("masked_search")
 
 def per_call_ms(calls: list[Callable[[], object]], desc: str) -> np.ndarray:
     times = []
-    for call in tqdm(calls, desc=desc, unit="query", leave=False):
+    for call in progress_bar(calls, desc=desc, unit="query", leave=False):
         t0 = time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)

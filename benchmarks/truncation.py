@@ -14,12 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.data.premise import GOAL_TOKEN
+from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
 from retriever.car import truncate_pair
 from retriever.text import format_state, premise_text
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     queries, _ = premise_queries(ds.theorems(args.split), corpus, ds.skips)
     long_states, pairs = 0, 0
     goal_lost = {"right": 0, "left": 0}
-    for q in tqdm(queries, desc="queries", unit="query"):
+    for q in progress_bar(queries, desc="measure truncation", unit="query"):
         state = tok(format_state(q.state), add_special_tokens=False)["input_ids"]
         long_states += len(state) + 2 > args.max_state_len  # + [CLS] and [SEP]
         for i in q.gold:

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from prover.data.corpus import Corpus
 from prover.data.errors import SkipLog
@@ -23,6 +22,7 @@ from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
 from generator.inputs import format_input, n_bytes
 from generator.settings import AugmentConfig
+from prover.utils.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,8 @@ def augment_tactic(rng: np.random.Generator, gold: Sequence[int], accessible: np
     """Premises (corpus indices, shuffled) and their positive flags for one tactic."""
     stats = stats if stats is not None else AugmentStats()
     m = cfg.max_premises
+    if m <= 0:  # premises off: the input is the bare state
+        return (), ()
     if not gold:
         if cfg.without_premises == "bare":
             return (), ()
@@ -129,7 +131,7 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
     """One example per traced tactic of `theorems` (see the module doc)."""
     stats = AugmentStats()
     examples: list[GeneratorExample] = []
-    for thm in tqdm(theorems, desc="augment", unit="thm", disable=not progress):
+    for thm in progress_bar(theorems, desc="augment with premises", unit="theorem", disable=not progress):
         if thm.file_path not in corpus.file_index:
             stats.skipped_file_not_in_corpus += len(thm.traced_tactics)
             if skips is not None:

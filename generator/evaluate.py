@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from prover.data.corpus import Corpus
 from prover.data.pairs import gold_indices
 from prover.data.premise import Premise
 from prover.data.theorem import Theorem
+from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
 from generator.inputs import format_input
 from generator.model import TacticGenerator
@@ -58,7 +58,8 @@ def condition_premises(condition: str, examples: Sequence[EvalExample], corpus: 
     if retriever is None:
         raise ValueError(f"condition {condition!r} needs a retriever")
     out: list[list[Premise]] = []
-    for lo in tqdm(range(0, len(examples), batch_size), desc=f"retrieve ({condition})", unit="batch"):
+    for lo in progress_bar(range(0, len(examples), batch_size), desc=f"retrieve premises ({condition})",
+                           unit="batch"):
         chunk = examples[lo: lo + batch_size]
         ranked = retriever.retrieve([e.state for e in chunk], k, [e.context for e in chunk])
         out.extend([h.premise for h in hits] for hits in ranked)
@@ -79,7 +80,7 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     loglik: list[float] = []
     top1 = topn = 0
     t0 = time.perf_counter()
-    for lo in tqdm(range(0, len(inputs), batch_size), desc="generate", unit="batch"):
+    for lo in progress_bar(range(0, len(inputs), batch_size), desc="generate tactics", unit="batch"):
         ins, tacs = inputs[lo: lo + batch_size], golds[lo: lo + batch_size]
         loglik.extend(gen.tactic_logprobs(ins, tacs))
         for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size), tacs):

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from prover.data.jsonio import write_json
+from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
 from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
 from generator.data import build_split, load_pairs
@@ -102,7 +102,7 @@ def train_generator(cfg: Any) -> dict:
     if progress.step == 0 and "last_eval_step" not in progress.extra:
         check()  # the untrained reference
     model.train()
-    bar = tqdm(total=total, initial=progress.step, desc="train generator", unit="step")
+    bar = progress_bar(total=total, initial=progress.step, desc="train generator", unit="step")
     win_loss, win_n, win_t = 0.0, 0, time.perf_counter()
     stopped = progress.done
     while progress.step < total and not stopped:

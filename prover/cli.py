@@ -10,6 +10,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from prover.config import ConfigError, check_overrides
 from prover.data.errors import DataError
 from prover.utils.logs import setup_logging
 
@@ -18,7 +19,7 @@ log = logging.getLogger("prover")
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from prover.commands.demo import run_demo
-    return run_demo(args.config, args.overrides)
+    return run_demo(args.config, args.overrides, args.argv)
 
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
@@ -121,8 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="the default job: retrieval benchmark on the bundled demo corpus")
-    demo.add_argument("--config", default=None, help="YAML config (default: built-in demo settings)")
+    demo = sub.add_parser("demo", help="the default job: train tiny models on the bundled demo library, "
+                          "compare retrievers, run a short replay proof search (about a minute)")
+    demo.add_argument("--config", default=None, help="YAML config (default: the built-in demo settings, "
+                      "prover/commands/demo_settings.py)")
     demo.add_argument("overrides", nargs="*", help="key=value config overrides")
     demo.set_defaults(func=_cmd_demo)
 
@@ -244,8 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     setup_logging(args.verbose)
     try:
+        # A bare word where a key=value belongs is answered before any command loads its code.
+        check_overrides(getattr(args, "overrides", None) or [])
         return args.func(args)
-    except DataError as e:
+    except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (OSError, ValueError, KeyError) as e:

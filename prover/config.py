@@ -5,6 +5,7 @@ load time with OmegaConf's message, not an hour into a run.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,15 +69,51 @@ class RetrievalBenchmarkConfig:
     robustness: bool = True  # re-evaluate with shuffled / 20%-dropped hypotheses
 
 
+class ConfigError(ValueError):
+    """A config file or override the schema rejects, said in one line about the user's input."""
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Every override is `key=value`: a bare word is a mistake, not a key set to null."""
+    for o in overrides:
+        if "=" not in o or o.startswith("=") or o.startswith("-"):
+            raise ConfigError(f"{o!r} is not an override: overrides are key=value, e.g. data.split=random/val")
+
+
+def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
+    """OmegaConf's multi-line message as one line naming the key, and for a typo the keys there."""
+    from omegaconf.errors import ConfigKeyError
+    key = getattr(e, "full_key", None) or "?"
+    if isinstance(e, ConfigKeyError):
+        parent = key.rpartition(".")[0]
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        known = sorted(node.keys()) if OmegaConf.is_dict(node) else []
+        close = difflib.get_close_matches(key.rpartition(".")[2], known, n=1)
+        hint = (f"; did you mean {(parent + '.' if parent else '') + close[0]!r}?" if close else "")
+        return ConfigError(f"unknown config key {key!r} in {source}{hint} "
+                           f"(keys{' under ' + parent if parent else ''}: {', '.join(known)})")
+    return ConfigError(f"config key {key!r} in {source}: {str(e).splitlines()[0]}")
+
+
 def load_config(schema: type, path: str | None = None, overrides: list[str] | None = None) -> Any:
-    """Schema defaults, then the YAML file, then `key=value` overrides, in that order."""
+    """Schema defaults, then the YAML file, then `key=value` overrides, in that order.
+    A key the schema lacks or a value of the wrong type raises ConfigError, in one line."""
+    from omegaconf.errors import OmegaConfBaseException
+    overrides = list(overrides or [])
+    check_overrides(overrides)
     cfg = OmegaConf.structured(schema)
     if path:
         if not os.path.exists(path):
             raise FileNotFoundError(f"config file {path} not found")
-        cfg = OmegaConf.merge(cfg, OmegaConf.load(path))
+        try:
+            cfg = OmegaConf.merge(cfg, OmegaConf.load(path))
+        except OmegaConfBaseException as e:
+            raise _one_line(e, cfg, path) from None
     if overrides:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+        try:
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
+        except OmegaConfBaseException as e:
+            raise _one_line(e, cfg, "the overrides") from None
     return cfg
 
 

@@ -100,6 +100,9 @@ def _markdown(result: dict, dataset: str, split: str) -> str:
     return "\n".join(parts) + _footer(result)
 
 
+LABELS = {"shuffle": "shuffled", "drop": "20% dropped"}
+
+
 def robustness(retriever, queries, metrics: dict, cfg: Any) -> dict:
     """Relative change of R@10 and MRR under each perturbation, on the queries it applies to."""
     out = {}
@@ -109,9 +112,11 @@ def robustness(retriever, queries, metrics: dict, cfg: Any) -> dict:
             continue
         before = metrics if len(orig) == len(queries) else evaluate(
             retriever, orig, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k,
-            batch_size=cfg.eval.batch_size).metrics
+            batch_size=cfg.eval.batch_size,
+            desc=f"{retriever.name}: rank premises (unperturbed, {LABELS[kind]} subset)").metrics
         after = evaluate(retriever, pert, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k,
-                         batch_size=cfg.eval.batch_size).metrics
+                         batch_size=cfg.eval.batch_size,
+                         desc=f"{retriever.name}: rank premises ({LABELS[kind]} hypotheses)").metrics
         out[kind] = {"n_queries": len(orig)}
         for m in ("R@10", "MRR"):
             out[kind][m] = after[m]

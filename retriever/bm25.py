@@ -5,7 +5,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import bm25s
 import numpy as np
 
 from prover.data.corpus import Corpus
@@ -43,6 +42,9 @@ class BM25Retriever(ScoringRetriever):
         self.tokenize = TOKENIZERS[self.cfg.tokenizer]
         self.name = "bm25" if self.cfg.tokenizer == "lean" else f"bm25-{self.cfg.tokenizer}"
         docs = [self.tokenize(premise_text(p, self.cfg.fields)) for p in corpus.premises]
+        import bm25s  # here, not at the top: it pulls in scipy (~0.3 s), and configs import this module
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger("bm25s").setLevel(logging.WARNING)  # its import sets DEBUG on it
         self.bm25 = bm25s.BM25(k1=self.cfg.k1, b=self.cfg.b, method=self.cfg.method)
         self.bm25.index(docs, show_progress=False)
         log.info("BM25 (%s tokens, fields %s) indexed %d premises",

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
 from prover.data.premise import Premise
+from prover.utils.logs import expected_weight_mismatch
 from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.text import cut_tokens, format_state, premise_text
 from retriever.tokenizer import load_tokenizer
@@ -86,7 +87,8 @@ class CARScorer:
         tokenizer): the encoder weights load, the pooler and the one-logit head start random.
         `attention_dropout` replaces the encoder's attention-probability dropout (None: keep it)."""
         extra = {} if attention_dropout is None else {"attention_probs_dropout_prob": attention_dropout}
-        model = BertForSequenceClassification.from_pretrained(str(path), num_labels=1, **extra)
+        with expected_weight_mismatch():
+            model = BertForSequenceClassification.from_pretrained(str(path), num_labels=1, **extra)
         return cls(model, load_tokenizer(path), max_len, score_batch_size, device,
                    truncation_side=truncation_side)
 

@@ -24,11 +24,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 from transformers import BertModel, PreTrainedTokenizerFast
 
 from prover.data.corpus import Corpus
 from prover.data.premise import Premise
+from prover.utils.logs import expected_weight_mismatch
+from prover.utils.progress import progress_bar
 from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
@@ -89,8 +90,8 @@ class CFREncoder(nn.Module):
         one to the longest would multiply the compute by ~4."""
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         chunks = [self._pooled([seqs[i] for i in order[lo: lo + chunk_size]])
-                  for lo in tqdm(range(0, len(order), chunk_size), desc="encode", unit="batch",
-                                 disable=not progress, leave=False)]
+                  for lo in progress_bar(range(0, len(order), chunk_size), desc="encode premises",
+                                         unit="batch", disable=not progress, leave=False)]
         inverse = torch.empty(len(order), dtype=torch.long)
         inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
         return torch.cat(chunks)[inverse.to(chunks[0].device)]
@@ -178,7 +179,8 @@ class CFREncoder(nn.Module):
                             path, saved["similarity"], settings["similarity"])
             settings.update(saved)
         # The pooler is unused (we mean-pool); MLM heads of a pre-training folder are dropped.
-        bert = BertModel.from_pretrained(str(path), add_pooling_layer=False)
+        with expected_weight_mismatch():
+            bert = BertModel.from_pretrained(str(path), add_pooling_layer=False)
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path))
         return cls(bert, tokenizer, **settings)
 

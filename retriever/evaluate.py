@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from prover.data.corpus import Corpus
 from prover.data.pairs import PremiseQuery, same_module_count
+from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
 from retriever.metrics import Judgement, aggregate, query_metrics
 
@@ -57,8 +57,9 @@ def judge(q: PremiseQuery, corpus: Corpus) -> Judgement:
 
 def evaluate(retriever: Retriever, queries: Sequence[PremiseQuery], ks: Sequence[int] = (1, 5, 10, 20, 50),
              rankings_k: int = 100, batch_size: int = 64,
-             rankings_path: str | Path | None = None) -> EvalResult:
-    """Rank premises for every query, batch by batch; write rankings if a path is given."""
+             rankings_path: str | Path | None = None, desc: str | None = None) -> EvalResult:
+    """Rank premises for every query, batch by batch; write rankings if a path is given.
+    `desc` labels the progress bar (default: "<retriever>: rank premises")."""
     corpus = retriever.corpus
     per_query: list[dict | None] = []
     seconds = 0.0
@@ -69,9 +70,11 @@ def evaluate(retriever: Retriever, queries: Sequence[PremiseQuery], ks: Sequence
         out = (gzip.open(rankings_path, "wt", encoding="utf-8") if rankings_path.suffix == ".gz"
                else open(rankings_path, "w", encoding="utf-8"))
     k = max(rankings_k, max(ks))
+    # One batch is one step: no bar for it.
+    bar = progress_bar(total=len(queries), desc=desc or f"{retriever.name}: rank premises", unit="query",
+                       disable=len(queries) <= batch_size)
     try:
-        bar = tqdm(range(0, len(queries), batch_size), desc=f"eval {retriever.name}", unit="batch")
-        for lo in bar:
+        for lo in range(0, len(queries), batch_size):
             batch = queries[lo: lo + batch_size]
             t0 = time.perf_counter()
             ranked = retriever.retrieve([q.state for q in batch], k,
@@ -90,8 +93,9 @@ def evaluate(retriever: Retriever, queries: Sequence[PremiseQuery], ks: Sequence
                         "ranked": names, "ranked_modules": modules,
                         "scores": [round(h.score, 5) for h in hits],
                     }, ensure_ascii=False) + "\n")
-            bar.set_postfix(qps=f"{(lo + len(batch)) / max(seconds, 1e-9):.1f}")
+            bar.update(len(batch))
     finally:
+        bar.close()
         if out is not None:
             out.close()
     metrics = {key: round(v, 6) for key, v in aggregate(per_query).items()}

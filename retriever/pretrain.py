@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 from transformers import (BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling,
                           PreTrainedTokenizerFast, get_linear_schedule_with_warmup)
 
@@ -38,6 +37,7 @@ from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.state import NO_GOALS
+from prover.utils.progress import progress_bar
 from retriever.settings import RetrieverTrainConfig
 from retriever.text import format_state, premise_text
 from retriever.tokenizer import load_tokenizer, train_tokenizer
@@ -302,8 +302,7 @@ def pretrain(cfg: RetrieverTrainConfig) -> Path:
 
     stopped_by = "budget" if budget.exhausted() else None
     model.train()
-    bar = tqdm(total=total_steps, initial=progress.step, desc="pretrain", unit="step",
-               dynamic_ncols=True)
+    bar = progress_bar(total=total_steps, initial=progress.step, desc="MLM pre-training", unit="step")
     lengths = np.array([len(s) for s in train])
     epoch, epoch_plan = -1, []
     while stopped_by is None and progress.step < total_steps:

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 from transformers import AutoTokenizer, ByT5Tokenizer, PreTrainedTokenizerBase, T5Config, T5EncoderModel
 
 from prover.data.corpus import Corpus
 from prover.data.premise import Premise
+from prover.utils.progress import progress_bar
 from retriever.base import ScoringRetriever
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
 from prover.utils.training import pick_device, save_dir_atomically
@@ -133,10 +133,10 @@ class ByteEncoder(torch.nn.Module):
         order = np.argsort([len(t) for t in texts], kind="stable")
         out, start = _load_partial(partial, (len(texts), self.dim))
         starts = range(start, len(texts), batch_size)
-        for n, lo in enumerate(tqdm(starts, desc=desc, unit="batch",
-                                    initial=start // batch_size,
-                                    total=start // batch_size + len(starts),
-                                    disable=len(texts) <= 4 * batch_size), start=1):
+        for n, lo in enumerate(progress_bar(starts, desc=desc, unit="batch",
+                                            initial=start // batch_size,
+                                            total=start // batch_size + len(starts),
+                                            disable=len(texts) <= 4 * batch_size), start=1):
             idx = order[lo: lo + batch_size]
             out[idx] = self([texts[i] for i in idx], max_len).float().cpu().numpy()
             if partial is not None and n % save_every == 0:

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from prover.data.corpus import Corpus
@@ -34,6 +33,7 @@ from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, StatePremisePair, premise_queries, state_premise_pairs
 from prover.data.premise import Premise
+from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
 from retriever.base import Retriever, TheoremContext
 from retriever.car import CARScorer, RerankRetriever, car_loss
@@ -105,8 +105,8 @@ def mine_hard_negatives(first_stage: Retriever, pairs: Sequence[StatePremisePair
     with open(cache, "a", encoding="utf-8") if write else contextlib.nullcontext() as out:
         if out is not None and out.tell() and not _ends_with_newline(cache):
             out.write("\n")  # a killed run may have left a partial line: never glue onto it
-        for lo in tqdm(range(0, len(todo), batch_size), desc=f"hard negatives ({first_stage.name} top {k})",
-                       unit="batch"):
+        for lo in progress_bar(range(0, len(todo), batch_size),
+                               desc=f"mine hard negatives ({first_stage.name} top {k})", unit="batch"):
             idx = todo[lo: lo + batch_size]
             ranked = first_stage.retrieve([pairs[i].state for i in idx], k,
                                           [TheoremContext(pairs[i].file_path, pairs[i].position) for i in idx])
@@ -310,7 +310,7 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
             scorer.save_pretrained(run.model_dir)
 
     model.train()
-    bar = tqdm(total=total_steps, initial=progress.step, desc="train CAR", unit="step")
+    bar = progress_bar(total=total_steps, initial=progress.step, desc="train CAR", unit="step")
     stop = budget.exhausted() or progress.step >= total_steps
     seen, t_log = 0, time.perf_counter()  # (state, premise) pairs scored since the last log line
     while not stop:

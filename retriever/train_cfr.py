@@ -26,13 +26,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
-from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, premise_queries, state_premise_pairs
+from prover.utils.progress import progress_bar
 from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
 from retriever.evaluate import evaluate
 from retriever.settings import CFRConfig
@@ -177,7 +177,7 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
 
     if progress.step == 0 and "last_eval_step" not in progress.extra:
         validate()  # the untrained baseline
-    bar = tqdm(total=total, initial=progress.step, desc=f"cfr-{c.similarity}", unit="step")
+    bar = progress_bar(total=total, initial=progress.step, desc=f"train CFR ({c.similarity})", unit="step")
     window_loss, window_ex, window_t = 0.0, 0, time.perf_counter()
     stopped = False
     model.train()

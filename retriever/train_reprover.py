@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 from transformers import get_constant_schedule_with_warmup
 
 from prover.config import to_plain
@@ -26,6 +25,7 @@ from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, premise_queries
+from prover.utils.progress import progress_bar
 from retriever.evaluate import evaluate
 from retriever.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
                                 sample_negatives, similarity_loss)
@@ -131,8 +131,9 @@ def train_reprover(cfg: Any) -> dict:
             stopped_by_budget = True
             break
         order = epoch_order(len(examples), cfg.seed, progress.epoch)
-        bar = tqdm(range(progress.batch_in_epoch, n_batches), desc=f"reprover epoch {progress.epoch}",
-                   initial=progress.batch_in_epoch, total=n_batches, unit="batch")
+        bar = progress_bar(range(progress.batch_in_epoch, n_batches),
+                           desc=f"train ReProver-style, epoch {progress.epoch}",
+                           initial=progress.batch_in_epoch, total=n_batches, unit="batch")
         window: list[float] = []
         t0, seen = time.perf_counter(), 0
         for b in bar:

@@ -8,10 +8,9 @@ from retriever.settings import RetrieverTrainConfig
 
 
 def run_pretrain(config: str | None, overrides: list[str]) -> int:
-    # Imported here: torch and transformers are slow to import, and other commands do not need them.
-    from retriever.pretrain import pretrain
-
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    from retriever.pretrain import pretrain
     model_dir = pretrain(cfg)
     summary = json.loads((model_dir.parent / "summary.json").read_text(encoding="utf-8"))
 

@@ -11,10 +11,7 @@ import json
 import logging
 
 from prover.config import load_config
-from prover.data.dataset import Dataset
-from retriever.registry import build_retriever
 from retriever.settings import RetrieverTrainConfig
-from retriever.train_car import train_car
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +19,10 @@ log = logging.getLogger(__name__)
 def run_train_car(config: str | None, overrides: list[str], first_stage_name: str | None = None,
                   init: str | None = None) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    from prover.data.dataset import Dataset
+    from retriever.registry import build_retriever
+    from retriever.train_car import train_car
     first_stage_name = first_stage_name or cfg.car.first_stage
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()

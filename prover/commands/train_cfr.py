@@ -11,20 +11,16 @@ import logging
 import time
 from pathlib import Path
 
-import numpy as np
-
 from prover.config import load_config
-from prover.data.dataset import Dataset
-from retriever.cfr import CFRRetriever
-from retriever.faiss_index import PremiseIndex
 from retriever.settings import RetrieverTrainConfig
-from retriever.train_cfr import cfr_config, cfr_run_dir, train_cfr
 
 log = logging.getLogger(__name__)
 
 
 def run_train_cfr(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    from retriever.train_cfr import train_cfr
     model_dir = train_cfr(cfg)
     summary = json.loads((model_dir.parent / "summary.json").read_text())
     print(json.dumps(summary, indent=2))
@@ -36,6 +32,13 @@ def run_index(config: str | None, overrides: list[str], out: str | None = None) 
     """Encode every premise with the trained CFR model, index and save; then read the saved
     index back and check it answers exactly as the one in memory."""
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    import numpy as np
+
+    from prover.data.dataset import Dataset
+    from retriever.cfr import CFRRetriever
+    from retriever.faiss_index import PremiseIndex
+    from retriever.train_cfr import cfr_config, cfr_run_dir
     model_dir = cfr_run_dir(cfg) / "model"
     if not (model_dir / "config.json").exists():
         raise FileNotFoundError(f"no trained CFR model at {model_dir}; run `prover retriever train-cfr` first")

@@ -5,11 +5,12 @@ from pathlib import Path
 
 from prover.config import load_config
 from retriever.settings import RetrieverTrainConfig
-from retriever.train_reprover import train_reprover
 
 
 def run_train_reprover(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    from retriever.train_reprover import train_reprover
     summary = train_reprover(cfg)
     best = summary["best_val_R@10"]
     print(f"reprover: {summary['steps']} steps in {summary['train_seconds']:.0f} s, "

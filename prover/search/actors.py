@@ -163,6 +163,10 @@ def connect(cfg: Any) -> bool:
             kwargs["object_store_memory"] = int(cfg.object_store_mb) * 2**20
         if cfg.temp_dir:
             kwargs["_temp_dir"] = cfg.temp_dir
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            # Ray warns on every start that token auth is on by default; for a cluster we start
+            # on this machine and stop at the end of the run, that is noise (-v shows it).
+            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
     ray.init(address=address, **kwargs)
     return True

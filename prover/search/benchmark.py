@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from prover.data.jsonio import write_json
 from prover.search.batching import BatchingConfig
 from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
@@ -28,6 +26,7 @@ from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_r
                                    summarize_run, write_summary)
 from prover.search.settings import as_object, resume_settings, run_name
 from prover.search.theorems import ProofTask, load_tasks
+from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
 
 log = logging.getLogger(__name__)
@@ -75,8 +74,8 @@ class Dispatcher:
         idle = list(self.alive)
         proved = 0
         t0 = time.perf_counter()
-        bar = tqdm(total=len(tasks) + already_done, initial=already_done, desc="prove",
-                   unit="thm", disable=not progress)
+        bar = progress_bar(total=len(tasks) + already_done, initial=already_done,
+                           desc=f"search ({self.env}, {self.retriever})", unit="theorem", disable=not progress)
         try:
             while pending or self.in_flight:
                 while idle and pending:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from prover.data.jsonio import write_json
 from prover.data.theorem import Theorem
 from prover.env.base import ENV_REPLAY, ProofEnv
@@ -30,6 +28,7 @@ from prover.search.best_first import PROVED, SearchConfig, best_first_search
 from prover.search.sources import PremiseSource, TacticSource
 from prover.sorries.find import FoundSorry
 from prover.sorries.patch import SorryPatch, diff_patches, make_patch, write_patched
+from prover.utils.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ def prove_sorries(sorries: Sequence[FoundSorry], make_env: Callable[[FoundSorry]
     """Attempt each sorry that can be attempted, one after another."""
     out = []
     todo = [s for s in sorries if skip_reason(s) is None]
-    bar = tqdm(total=len(todo), desc="prove sorries", unit="thm", disable=not progress)
+    bar = progress_bar(total=len(todo), desc="prove sorries", unit="theorem", disable=not progress)
     try:
         for s in sorries:
             reason = skip_reason(s)
