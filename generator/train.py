@@ -131,7 +131,7 @@ def train_generator(cfg: Any) -> dict:
                 budget.tick()
                 row = {"loss": round(win_loss / win_n, 4),
                        "batches_per_s": round(win_n / max(time.perf_counter() - win_t, 1e-9), 3)}
-                bar.set_postfix(**row)
+                bar.set_postfix(refresh=False, **row)
                 run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0], **row)
                 win_loss, win_n, win_t = 0.0, 0, time.perf_counter()
             if tc.eval_every and progress.step % tc.eval_every == 0:

@@ -322,8 +322,8 @@ def pretrain(cfg: RetrieverTrainConfig) -> Path:
         tokens = sum(int(m["attention_mask"].sum()) for m in micro)
         win_loss, win_steps, win_tokens = win_loss + loss, win_steps + 1, win_tokens + tokens
         bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.1e}",
-                        tok_s=f"{win_tokens / (time.perf_counter() - win_t0):.0f}", refresh=False)
+        bar.set_postfix(refresh=False, loss=f"{loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.1e}",
+                        tok_s=f"{win_tokens / (time.perf_counter() - win_t0):.0f}")
         if progress.step % pc.log_every == 0:
             log_window()
         if progress.batch_in_epoch >= n_batches:

@@ -329,7 +329,7 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
 
         pairs_per_s = seen / max(time.perf_counter() - t_log, 1e-9)
         bar.update(1)
-        bar.set_postfix(loss=f"{loss:.4f}", pairs_per_s=f"{pairs_per_s:.0f}", epoch=progress.epoch)
+        bar.set_postfix(refresh=False, loss=f"{loss:.4f}", pairs_per_s=f"{pairs_per_s:.0f}", epoch=progress.epoch)
         if progress.step % c.log_every == 0 or stop:
             run.log(step=progress.step, epoch=progress.epoch, loss=round(loss, 5),
                     lr=scheduler.get_last_lr()[0], pairs_per_s=round(pairs_per_s, 1),

@@ -212,7 +212,7 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
                 now = time.perf_counter()
                 row = {"loss": round(window_loss / window_ex, 4),
                        "ex_per_s": round(window_ex / max(now - window_t, 1e-9), 1)}
-                bar.set_postfix(**row)
+                bar.set_postfix(refresh=False, **row)
                 budget.tick()
                 run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
                         seconds=round(progress.seconds, 1), **row)

@@ -155,7 +155,7 @@ def train_reprover(cfg: Any) -> dict:
             window.append(loss.item())
             seen += len(batch)
             rate = seen / max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix(loss=f"{loss.item():.4f}", ex_s=f"{rate:.1f}")
+            bar.set_postfix(refresh=False, loss=f"{loss.item():.4f}", ex_s=f"{rate:.1f}")
             if progress.step % rc.log_every == 0:
                 run.log(step=progress.step, epoch=progress.epoch, loss=float(np.mean(window)),
                         lr=scheduler.get_last_lr()[0], examples_per_s=round(rate, 2))

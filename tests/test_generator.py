@@ -90,6 +90,17 @@ def test_without_premises_negatives_option(mini):
         augment_tactic(rng, [], acc, corpus, AugmentConfig(without_premises="some"))
 
 
+def test_max_premises_zero_gives_bare_states(mini):
+    """max_premises 0 turns premises off (it used to fail drawing 1 of 0 positives)."""
+    corpus, theorems = mini
+    thm = theorems[0]
+    acc = corpus.accessible_mask(thm.file_path, thm.start)
+    gold = [int(np.flatnonzero(acc)[0])]
+    rng = np.random.default_rng(0)
+    assert augment_tactic(rng, gold, acc, corpus, AugmentConfig(max_premises=0)) == ((), ())
+    assert augment_tactic(rng, [], acc, corpus, AugmentConfig(max_premises=0, without_premises="negatives")) == ((), ())
+
+
 def test_real_tactic_level_records_augment(data_root):
     """leandojo-sample's traced tactics against the Mathlib corpus of the same commit."""
     corpus = Corpus.load(require(data_root / "mathlib-src") / "corpus.jsonl")

@@ -11,9 +11,13 @@ and the configs it used there, and ends with a short summary.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import shutil
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ from omegaconf import OmegaConf
 
 from prover.commands.demo_settings import DemoConfig, check_demo_config
 from prover.config import load_config
+from prover.utils.logs import OUR_PACKAGES
 
 LEGEND = ("R@k: % of a query's gold premises in the top k; MRR: mean reciprocal rank of the first "
           "gold premise; p50: median ms per query at batch 1.")
@@ -39,18 +44,24 @@ def run_demo(config: str | None, overrides: list[str], argv: list[str] | None = 
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     command = "prover " + " ".join(argv or ["demo", *overrides])
     times: dict[str, float] = {}
+    steps = 4
 
-    def timed(name: str, fn, *args) -> Any:
+    def timed(name: str, what: str, fn, *args) -> Any:
+        print(f"[{len(times) + 1}/{steps}] {what}", file=sys.stderr, flush=True)
         t = time.perf_counter()
-        result = fn(*args)
+        with _quiet_stages():
+            result = fn(*args)
         times[name] = round(time.perf_counter() - t, 1)
         return result
 
-    retriever_yaml = timed("train CFR", _train_retriever, cfg, out)
-    retrieval = timed("retrieval", _retrieval, cfg, out, retriever_yaml, command)
-    generator = timed("train generator", _train_generator, cfg, out)
+    retriever_yaml = timed("train CFR", "training a tiny CFR: tokenizer, MLM pre-training, bi-encoder",
+                           _train_retriever, cfg, out)
+    retrieval = timed("retrieval", f"ranking premises with {', '.join(cfg.retrievers)}",
+                      _retrieval, cfg, out, retriever_yaml, command)
+    generator = timed("train generator", "training a tiny tactic generator", _train_generator, cfg, out)
     generator["example"] = _suggest(ds.theorems(cfg.data.split), generator["model"])
-    search = timed("search", _search, cfg, out, ds.root, retriever_yaml, generator["model"], command)
+    search = timed("search", f"best-first search on Ray over {cfg.search.theorems} theorems (replay simulator)",
+                   _search, cfg, out, ds.root, retriever_yaml, generator["model"], command)
     times["total"] = round(time.perf_counter() - t0, 1)
     summary = {"command": command, "data_root": str(ds.root), "split": cfg.data.split, "seconds": times,
                "retrieval": retrieval["rows"], "generator": {k: generator[k] for k in (
@@ -58,6 +69,25 @@ def run_demo(config: str | None, overrides: list[str], argv: list[str] | None = 
     (out / "demo.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print(format_summary(summary, retrieval, out))
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_stages() -> Iterator[None]:
+    """Inside the demo, each stage's progress bar and the step lines say enough: the stages' own
+    INFO logs (one per epoch, per index, per file written) are for the full-size commands.
+    Warnings still show; `-v` shows everything."""
+    loggers = [logging.getLogger(name) for name in OUR_PACKAGES]
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        yield
+        return
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def _train_retriever(cfg: Any, out: Path) -> Path:

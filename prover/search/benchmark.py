@@ -111,7 +111,7 @@ class Dispatcher:
                     self._record(record)
                     proved += record["status"] == "proved"
                     bar.update(1)
-                    bar.set_postfix(proved=proved, workers=len(self.alive))
+                    bar.set_postfix(refresh=False, proved=proved, workers=len(self.alive))
                     if self.hooks.on_result is not None:
                         self.hooks.on_result(record, self)
         finally:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 
 OUR_PACKAGES = ("prover", "retriever", "generator", "benchmarks", "__main__")
+QUIET_LIBRARIES = ("bm25s", "faiss", "faiss.loader", "ray", "urllib3", "filelock", "httpx")
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -23,9 +24,9 @@ def setup_logging(verbose: bool = False) -> None:
         # Read by huggingface_hub and transformers when they are first imported (lazily, later);
         # a value the user set wins.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        # Libraries that set their own logger's level on import (so the root level is not enough).
-        for name in ("bm25s", "faiss", "faiss.loader", "ray", "urllib3", "filelock", "httpx"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    # Libraries that set their own logger's level on import (so the root level is not enough).
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
 
 
 @contextlib.contextmanager
