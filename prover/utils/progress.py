@@ -3,7 +3,8 @@
 Every bar in the project comes from `progress_bar`, so they share three rules: the label says
 what is counted (`desc` and `unit`); a bar of a single step is not drawn (it would flash
 `0/1` then `1/1` and tell nothing); and where stderr is not a terminal (a CI log, `ray job
-logs`) a bar redraws at most every 30 s instead of filling the log with carriage returns.
+logs`) a bar redraws at most every 30 s instead of filling the log with carriage returns
+(callers pass `refresh=False` to `set_postfix`, so a new postfix waits for the next redraw).
 """
 from __future__ import annotations
 
