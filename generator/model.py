@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,6 +16,7 @@ import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
 from generator.settings import InputConfig, ModelConfig
+from prover.data.errors import UserInputError
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,31 @@ def fresh_model(cfg: ModelConfig) -> T5ForConditionalGeneration:
     return T5ForConditionalGeneration(config)
 
 
+TRAIN_HINT = ("a generator model is made by `prover generator train --config <generator YAML>`, "
+              "which saves it in <run_dir>/generator/model")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def check_model_source(path: str | Path) -> bool:
+    """True when `path` is a local model folder, False when it may be a hub id; a UserInputError
+    when it is neither: a missing path-looking folder, a file, or a folder without config.json.
+
+    Only a name shaped like `owner/name` (or `name`) that is not on disk is left to the hub, so
+    a mistyped local path is reported as missing, not as Hugging Face's repo-id complaint."""
+    text = str(path)
+    p = Path(text).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise UserInputError(f"generator model folder {text} holds no saved model (no config.json); "
+                                 f"{TRAIN_HINT}")
+        return True
+    if p.exists():
+        raise UserInputError(f"generator model {text} is a file, not a model folder; {TRAIN_HINT}")
+    if text.startswith((".", "~")) or ".." in text or not _HUB_ID.fullmatch(text):
+        raise UserInputError(f"generator model folder {text} does not exist; {TRAIN_HINT}")
+    return False
+
+
 class TacticGenerator:
     def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
                  device: str | torch.device = "cpu") -> None:
@@ -70,8 +96,17 @@ class TacticGenerator:
     @classmethod
     def load(cls, path: str | Path, input_cfg: InputConfig | None = None,
              device: str | torch.device = "cpu") -> TacticGenerator:
-        """A saved generator, with the input budgets it was trained with unless `input_cfg`."""
-        model = T5ForConditionalGeneration.from_pretrained(str(path))
+        """A saved generator (a local folder, or a hub id), with the input budgets it was
+        trained with unless `input_cfg`; what cannot be loaded is a one-line UserInputError."""
+        local = check_model_source(path)
+        try:
+            model = T5ForConditionalGeneration.from_pretrained(str(path))
+        except (OSError, ValueError) as e:
+            cause = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if local:
+                raise UserInputError(f"cannot load the generator model in {path}: {cause}") from None
+            raise UserInputError(f"generator model {path} is neither a local folder nor a loadable "
+                                 f"hub id ({cause})") from None
         saved = Path(path) / INPUT_CONFIG
         if input_cfg is None and saved.exists():
             input_cfg = InputConfig(**json.loads(saved.read_text()))

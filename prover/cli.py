@@ -24,7 +24,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
     from prover.commands.data_stats import run_stats
-    return run_stats(args.data, check_metadata=not args.no_metadata_check)
+    return run_stats(args.data, check_metadata=not args.no_metadata_check, on_error=args.on_error)
 
 
 def _cmd_data_split(args: argparse.Namespace) -> int:
@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--data", required=True, help="dataset folder (corpus.jsonl + split folders)")
     stats.add_argument("--no-metadata-check", action="store_true",
                        help="do not compare against the dataset's metadata.json")
+    stats.add_argument("--on-error", choices=["raise", "skip"], default="raise",
+                       help="a bad record: stop with its file and line (raise), or count it, warn and go on (skip)")
     stats.set_defaults(func=_cmd_data_stats)
 
     split = data.add_parser("split", help="re-split theorems with the paper's strategies (RD, RI, PL, PF)")

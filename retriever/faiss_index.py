@@ -19,6 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# faiss's loader logs each SIMD build it tries (a ModuleNotFoundError for AVX512 included) at
+# INFO/DEBUG on import; that is noise in every command's output, so only its warnings pass.
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 import faiss
 import numpy as np
 

@@ -8,13 +8,14 @@ model with the sizes and lengths it was trained with.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
 from prover.data.corpus import Corpus
+from prover.data.errors import UserInputError
 from retriever.base import Retriever
 from retriever.bm25 import BM25Config, BM25Retriever
 
@@ -49,22 +50,128 @@ def training_config(cfg: Any) -> Any:
     return load_config(RetrieverTrainConfig, setting("models"), overrides + list(setting("model_overrides") or []))
 
 
-def _model_dir(path: Path, what: str, command: str) -> Path:
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"no trained {what} at {path}: run `prover retriever {command}` "
-                                f"(or point retriever.models / retriever.run_dir at the right run)")
-    return path
+@dataclass(frozen=True)
+class _Stage:
+    """One training command of a retriever run and the folder it leaves behind."""
+
+    what: str  # what a retriever needs from it, e.g. "a trained CFR"
+    path: Path  # the stage's output: present means the stage ran
+    action: str  # `prover retriever <action>`
+    args: str = ""  # what the action takes besides --config, e.g. cfr.similarity=conventional
+    deps: tuple[_Stage, ...] = ()  # stages whose output this one starts from
+    marker: str = "config.json"  # the file a finished stage leaves in `path`
+
+    def done(self) -> bool:
+        return (self.path / self.marker).exists()
+
+
+_CFR_STAGES = {"cfr": ("a trained CFR", ""),
+               "cfr-conventional": ("a trained CFR (conventional)", "cfr.similarity=conventional")}
+
+
+def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
+    """The stages of the run folder of training config `tc` (pretrain, then train-cfr, then
+    index and train-car; train-reprover alone), named as in `_NEEDS`."""
+    from retriever.train_car import car_run_dir
+    run = Path(tc.run_dir)
+    pretrain = _Stage("a pre-trained encoder", run / "pretrain" / "model", "pretrain")
+    out = {"pretrain": pretrain}
+
+    def starts_from(init: str | None) -> tuple[_Stage, ...]:
+        # An `init` that is no stage's output is the user's own folder: no stage makes it.
+        path = Path(init) if init else pretrain.path
+        return tuple(s for s in out.values() if s.path == path)
+
+    for name, (what, args) in _CFR_STAGES.items():
+        cfr = out[name] = _Stage(what, run / name / "model", "train-cfr", args, starts_from(tc.cfr.init))
+        out[f"{name}/index"] = _Stage(f"a premise index of {name}", run / name / "index", "index",
+                                      args, (cfr,), index_file)
+    for name in _CFR_STAGES:
+        out[f"{name}+car"] = _Stage(f"a CAR trained over {name}", car_run_dir(run, name) / "model",
+                                    "train-car", "" if name == "cfr" else f"--first-stage {name}",
+                                    starts_from(tc.car.init) + (out[name],))
+    out["reprover"] = _Stage("a trained ReProver-style retriever", run / "reprover" / "model",
+                             "train-reprover")
+    return out
+
+
+# What each trained retriever loads.
+_NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["cfr"],
+          "cfr+car": ["cfr", "cfr+car"], "cfr+car-only": ["cfr", "cfr+car"],
+          "cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
+          "cfr-conventional+car-only": ["cfr-conventional", "cfr-conventional+car"],
+          "reprover": ["reprover"]}
+
+
+def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
+    """None when retriever `name` has every model it loads; else one line naming what it needs,
+    the first missing output in pipeline order, and the commands that make it.
+
+    A stage whose output exists is not asked for again, even if what it started from is gone.
+    `index`: the CFR's saved FAISS index is needed too (the service; eval encodes without one).
+    """
+    needs = list(_NEEDS.get(name, []))
+    if not needs:
+        return None  # lexical: nothing to train
+    tc = training_config(cfg)
+    if name == "reprover" and tc.reprover.checkpoint:
+        return None  # the user named a checkpoint (a folder or a hub id): loading checks it
+    index_file = ""
+    if index:
+        # Imported only here: importing faiss costs a second.
+        from retriever.faiss_index import INDEX_FILE
+        index_file = INDEX_FILE
+        needs += [f"{n}/index" for n in needs if n in _CFR_STAGES]
+    stages = _stages(tc, index_file)
+    targets = [stages[n] for n in needs]
+    plan: list[_Stage] = []
+
+    def visit(stage: _Stage) -> None:  # what a missing stage starts from, first
+        if stage.done() or stage in plan:
+            return
+        for dep in stage.deps:
+            visit(dep)
+        plan.append(stage)
+
+    for target in targets:
+        visit(target)
+    if not plan:
+        return None
+    needed = next(t for t in targets if not t.done())
+    models = OmegaConf.select(cfg, "retriever.models", default=None) if cfg is not None else None
+    run_dir = OmegaConf.select(cfg, "retriever.run_dir", default=None) if cfg is not None else None
+    # Options before --config, key=value overrides after it, as the CLI's help shows them.
+    flag = plan[0].args if plan[0].args.startswith("--") else ""
+    first = " ".join(filter(None, [f"prover retriever {plan[0].action}", flag,
+                                   f"--config {models or '<the training YAML>'}",
+                                   f"run_dir={run_dir}" if run_dir else "",
+                                   "" if flag else plan[0].args]))
+    rest = [" ".join(filter(None, [s.action, s.args])) for s in plan[1:]]
+    then = "" if not rest else ", then " + (rest[0] if len(rest) == 1
+                                            else f"{', '.join(rest[:-1])} and {rest[-1]}")
+    return f"retriever {name} needs {needed.what}: {plan[0].path} is missing; run: {first}{then}"
+
+
+def require_trained(name: str, cfg: Any, index: bool = False, hint: str | None = None) -> None:
+    """Raise a one-line UserInputError when retriever `name` lacks a trained stage; `hint`
+    (default: the config keys that point at another run) ends the line in parentheses."""
+    message = missing_training(name, cfg, index)
+    if message:
+        hint = hint or ("or set reprover.checkpoint to a trained model" if name == "reprover" else
+                        "or point retriever.models / retriever.run_dir at a trained run")
+        raise UserInputError(f"{message} ({hint})")
 
 
 def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     def build(corpus: Corpus, cfg: Any) -> Retriever:
         from retriever.cfr import CFRRetriever
         from retriever.train_cfr import cfr_config
-        tc = training_config(cfg)
         sub = "cfr" if similarity == "fine" else "cfr-conventional"
-        model = _model_dir(Path(tc.run_dir) / sub / "model", f"CFR ({similarity})", "train-cfr")
+        require_trained(sub, cfg)
+        tc = training_config(cfg)
         index = Path(tc.run_dir) / sub / "index"
-        return CFRRetriever(corpus, model, replace(cfr_config(tc), similarity=similarity), tc.device,
+        return CFRRetriever(corpus, Path(tc.run_dir) / sub / "model",
+                            replace(cfr_config(tc), similarity=similarity), tc.device,
                             index_path=index if index.exists() else None)
     return build
 
@@ -77,9 +184,9 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
         from retriever.car import RerankRetriever
         from retriever.train_car import car_run_dir
         from prover.utils.training import pick_device
+        require_trained(f"{first_stage}+car", cfg)
         tc = training_config(cfg)
-        car = _model_dir(car_run_dir(tc.run_dir, first_stage) / "model", f"CAR over {first_stage}",
-                         f"train-car --first-stage {first_stage}")
+        car = car_run_dir(tc.run_dir, first_stage) / "model"
         w = tc.car.first_stage_weight if weight is None else weight
         rr = RerankRetriever.load(REGISTRY[first_stage](corpus, tc), car, pick_device(tc.device),
                                   tc.car.k1, tc.car.k2, w)
@@ -94,11 +201,13 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
 
 def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.reprover import build_reprover
+    require_trained("reprover", cfg)
     return build_reprover(corpus, training_config(cfg))
 
 
 def _hybrid(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.hybrid import HybridRetriever
+    require_trained("hybrid", cfg)  # before BM25 indexes the corpus for nothing
     return HybridRetriever([_bm25(corpus, cfg), _cfr("fine")(corpus, cfg)])
 
 

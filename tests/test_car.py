@@ -16,6 +16,7 @@ import retriever.train_car as train_car_module
 from prover.commands.train_car import run_train_car
 from prover.config import load_config
 from prover.data.dataset import Dataset
+from prover.data.errors import UserInputError
 from prover.data.pairs import state_premise_pairs
 from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.bm25 import BM25Retriever
@@ -412,7 +413,7 @@ def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, e
     for sub, similarity in (("cfr", "fine"), ("cfr-conventional", "conventional")):
         CFREncoder.from_pretrained(encoder, replace(cfr_config(cfg), similarity=similarity)).save_pretrained(
             run / sub / "model")
-    with pytest.raises(FileNotFoundError, match="train-car --first-stage cfr-conventional"):
+    with pytest.raises(UserInputError, match="train-car --first-stage cfr-conventional"):
         build_retriever("cfr-conventional+car", corpus, cfg)
 
     scorer = CARScorer.from_encoder(encoder, 64)
@@ -424,7 +425,7 @@ def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, e
     assert fused.first_stage.name == "cfr-conventional" and fused.first_stage.encoder.similarity == "conventional"
     assert (fused.k1, fused.k2, fused.first_stage_weight, alone.first_stage_weight) == (8, 4, 0.5, 0.0)
     # The fine-grained CFR's CAR lives elsewhere: not trained yet, so it is not silently shared.
-    with pytest.raises(FileNotFoundError, match="car/model"):
+    with pytest.raises(UserInputError, match="car/model"):
         build_retriever("cfr+car", corpus, cfg)
     # A CAR trained over another first stage is refused rather than re-ranking the wrong list.
     scorer.meta = {"first_stage": "cfr-conventional"}

@@ -27,6 +27,7 @@ from prover.cli import build_parser
 from prover.commands.serve import serve_config
 from prover.config import RetrieverConfig, load_config
 from prover.data.dataset import Dataset
+from prover.data.errors import UserInputError
 from prover.serve.app import create_app
 from prover.serve.batching import Batcher
 from prover.serve.errors import StateTooLong
@@ -382,7 +383,7 @@ def test_missing_index_is_refused_with_the_command_to_build_it(tmp_path, run_dir
     bare = tmp_path / "run"
     (bare / "cfr").mkdir(parents=True)
     (bare / "cfr" / "model").symlink_to(run_dir / "cfr" / "model", target_is_directory=True)
-    with pytest.raises(FileNotFoundError, match="prover retriever index"):
+    with pytest.raises(UserInputError, match="prover retriever index"):
         load(make_cfg(bare, mini_root, models))
     with pytest.raises(ValueError, match="need trained models: pass --index"):
         load(load_config(ServeConfig, None, [f"corpus={mini_root}"]))

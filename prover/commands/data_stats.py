@@ -21,10 +21,10 @@ def dataset_stats(ds: Dataset) -> dict:
     for strategy in ds.strategies():
         splits[strategy], tactics[strategy] = {}, {}
         for part in PARTS:
-            try:
-                theorems = ds.theorems(f"{strategy}/{part}")
-            except Exception:  # a strategy folder may lack a part; report what is there
-                continue
+            if not ds.has_split(f"{strategy}/{part}"):
+                continue  # a strategy folder may lack a part; report what is there
+            # A part that is there but bad raises or is skipped as ds.on_error says.
+            theorems = ds.theorems(f"{strategy}/{part}")
             splits[strategy][part] = len(theorems)
             n_tac = sum(t.proof_length for t in theorems)
             n_prem = sum(1 for t in theorems for tac in t.traced_tactics if tac.premises)
@@ -54,9 +54,11 @@ def compare_metadata(stats: dict, metadata: dict) -> list[str]:
     return diffs
 
 
-def run_stats(data: str, check_metadata: bool = True) -> int:
+def run_stats(data: str, check_metadata: bool = True, on_error: str = "raise") -> int:
+    """Print the counts; `on_error` is data.on_error of the other commands (raise: the first
+    bad record stops with its location; skip: bad records are counted and left out)."""
     t0 = time.perf_counter()
-    ds = Dataset(Path(data), on_error="skip")
+    ds = Dataset(Path(data), on_error=on_error, source="--data")
     stats = dataset_stats(ds)
     seconds = time.perf_counter() - t0
     print(f"dataset {ds.root}")

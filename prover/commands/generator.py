@@ -24,8 +24,9 @@ def run_build_data(config: str | None, overrides: list[str], splits: list[str] |
 
 def run_train(config: str | None, overrides: list[str]) -> int:
     from generator.settings import GeneratorTrainConfig
-    from generator.train import train_generator
     cfg = load_config(GeneratorTrainConfig, config, list(overrides))
+    # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
+    from generator.train import train_generator
     s = train_generator(cfg)
     init = (s["initial_val"] or {}).get("loss")
     print(f"generator: {s['steps']} steps in {s['seconds']:.0f} s; val loss per byte "
@@ -36,11 +37,17 @@ def run_train(config: str | None, overrides: list[str]) -> int:
 
 def run_suggest(model: str, state_file: str, num: int, method: str, retriever: str | None, k: int,
                 data: str | None, models: str | None, max_bytes: int | None) -> int:
-    from generator.inputs import format_input
-    from generator.model import TacticGenerator
+    from prover.data.errors import UserInputError
+    # The cheap checks first: a wrong path should not wait for torch, a retriever or a model.
+    if not Path(state_file).is_file():
+        raise UserInputError(f"--state {state_file}: no such file (expected a file holding a proof "
+                             f"state, e.g. '⊢ True')")
     state = Path(state_file).read_text(encoding="utf-8").strip()
     if not state:
-        raise ValueError(f"{state_file} is empty: expected a proof state")
+        raise UserInputError(f"--state {state_file} is empty: expected a proof state")
+    from generator.inputs import format_input
+    from generator.model import TacticGenerator, check_model_source
+    check_model_source(model)
     premises = []
     if retriever:
         if not data:
@@ -48,7 +55,7 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         from prover.data.dataset import Dataset
         from retriever.registry import build_retriever
         cfg = OmegaConf.create({"retriever": {"models": models}}) if models else None
-        r = build_retriever(retriever, Dataset(data).corpus(), cfg)
+        r = build_retriever(retriever, Dataset(data, source="--data").corpus(), cfg)
         premises = [h.premise for h in r.retrieve([state], k, [None])[0]]
     gen = TacticGenerator.load(model)
     max_bytes = max_bytes or gen.input_cfg.max_bytes

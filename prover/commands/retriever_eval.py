@@ -11,7 +11,7 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.runinfo import git_commit, machine
 from retriever.evaluate import evaluate, latency, markdown_table
-from retriever.registry import build_retriever
+from retriever.registry import build_retriever, require_trained
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,10 @@ def run_eval(config: str | None, retriever: str | None, data: str | None, split:
     flags = [f"{k}={v}" for k, v in (("retriever.name", retriever), ("data.root", data),
                                      ("data.split", split), ("eval.out_dir", out)) if v is not None]
     cfg = load_config(RetrievalEvalConfig, config, flags + list(overrides))
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    # A trained retriever whose models are missing is said before minutes of data loading.
+    require_trained(cfg.retriever.name, cfg)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 source="--data" if data is not None else "data.root")
     corpus = ds.corpus()
     queries, no_gold = premise_queries(ds.theorems(cfg.data.split), corpus, ds.skips)
     t0 = time.perf_counter()

@@ -13,8 +13,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+from pathlib import Path
+from typing import Any
 
 from prover.config import load_config
+from prover.data.errors import UserInputError
 from prover.serve.settings import ServeConfig
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,20 @@ def serve_config(config: str | None, index: str | None, corpus: str | None, host
     return cfg
 
 
+def check_paths(cfg: Any) -> None:
+    """Name a missing --index or --corpus (both, when both are) before torch and faiss load:
+    seconds of loading, and their log lines, would only bury the mistake."""
+    expected = {"index": "a retriever run folder such as runs/retriever-tiny, or its cfr/index folder",
+                "corpus": "the LeanDojo dataset folder the index was built from"}
+    missing = []
+    for key, what in expected.items():  # the index first: it is the primary argument
+        path = getattr(cfg, key)
+        if path and not Path(path).exists():
+            missing.append(f"--{key} {path} does not exist (expected {what})")
+    if missing:
+        raise UserInputError("; ".join(missing))
+
+
 def _warn_if_exposed(host: str) -> None:
     try:
         loopback = ipaddress.ip_address(host).is_loopback
@@ -47,6 +64,7 @@ def _warn_if_exposed(host: str) -> None:
 def run_serve(config: str | None, index: str | None, corpus: str | None, host: str | None,
               port: int | None, retrievers: str | None, use_ray: bool, overrides: list[str]) -> int:
     cfg = serve_config(config, index, corpus, host, port, retrievers, overrides)
+    check_paths(cfg)
     _warn_if_exposed(cfg.host)
     if use_ray:
         from prover.serve.ray_serve import start

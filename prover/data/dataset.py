@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +19,14 @@ class Dataset:
     root: Path
     on_error: str = "raise"
     max_state_chars: int = DEFAULT_MAX_STATE_CHARS
+    # How the user gave `root` (`--data`, `--corpus`, `data.root`): errors name it that way.
+    source: str = "data.root"
 
     def __post_init__(self) -> None:
         self.root = demo_root() if str(self.root) == DEMO else Path(self.root)
         if not self.root.is_dir():
-            raise DataError(str(self.root), "dataset folder not found (set data.root)")
+            raise DataError(f"{self.source} {self.root}", "dataset folder not found (expected "
+                            "corpus.jsonl and split folders such as random/)")
         if self.on_error not in ("raise", "skip"):
             raise ValueError(f"data.on_error must be 'raise' or 'skip', not {self.on_error!r}")
         if self.max_state_chars <= 0:
@@ -36,13 +40,40 @@ class Dataset:
     def _skips(self) -> SkipLog | None:
         return self.skips if self.on_error == "skip" else None
 
+    def _mark(self) -> tuple[Counter, dict[str, int]]:
+        return self.skips.counts.copy(), {r: len(v) for r, v in self.skips.examples.items()}
+
+    def _warn_skipped(self, path: Path, mark: tuple[Counter, dict[str, int]]) -> None:
+        """One warning per file read in skip mode, with the count: a dropped record must not go
+        unnoticed, nor flood the log one line each."""
+        new = self.skips.counts - mark[0]
+        if not new:
+            return
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(new.items()))
+        # The first example this file added (earlier files may have filled the reason's list).
+        first = next((self.skips.examples[r][mark[1].get(r, 0)] for r in sorted(new)
+                      if len(self.skips.examples.get(r, [])) > mark[1].get(r, 0)), "")
+        log.warning("%s: skipped %s (on_error=skip)%s", path, reasons,
+                    f"; first: {first}" if first else "")
+
     def corpus(self) -> Corpus:
-        return Corpus.load(self.root / "corpus.jsonl", skips=self._skips())
+        mark = self._mark()
+        corpus = Corpus.load(self.root / "corpus.jsonl", skips=self._skips())
+        self._warn_skipped(self.root / "corpus.jsonl", mark)
+        return corpus
 
     def theorems(self, split: str) -> list[Theorem]:
         """Theorems of e.g. `random/test`."""
-        return load_theorems(split_path(self.root, split), skips=self._skips(),
-                             max_state_chars=self.max_state_chars)
+        mark = self._mark()
+        path = split_path(self.root, split)
+        theorems = load_theorems(path, skips=self._skips(), max_state_chars=self.max_state_chars)
+        self._warn_skipped(path, mark)
+        return theorems
+
+    def has_split(self, split: str) -> bool:
+        """Whether `split` (e.g. `random/val`) has a file, plain or gzipped."""
+        p = self.root / f"{split}.json"
+        return p.exists() or p.with_name(p.name + ".gz").exists()
 
     def strategies(self) -> list[str]:
         """Split folders present (random, novel_premises, or ours: ri, pl, pf)."""

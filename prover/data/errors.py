@@ -29,6 +29,19 @@ class DataError(ValueError):
         super().__init__(f"{where}: {self.message}")
 
 
+class UserInputError(DataError):
+    """A mistake in what the user passed (a missing folder, a stage not yet run), said in one
+    line that names the input and how to fix it.
+
+    A DataError only so that the CLI's existing one-line handler prints it as it is; it has no
+    file and record of its own."""
+
+    def __init__(self, message: str) -> None:
+        self.path, self.record, self.field_name = "", None, None
+        self.message = " ".join(str(message).splitlines())
+        ValueError.__init__(self, self.message)
+
+
 @dataclass
 class SkipLog:
     """Counts records skipped for a reason and keeps the first few messages of each kind.

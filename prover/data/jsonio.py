@@ -205,7 +205,9 @@ def iter_jsonl(path: str | Path, skips: SkipLog | None = None) -> Iterator[tuple
                     continue
                 rec = f"line {lineno}"
                 try:
-                    line = _decode(raw, p, record=rec)
+                    # Without its newline, so a line cut short is located at its end, not at
+                    # "column 1" of the line after it.
+                    line = _decode(raw, p, record=rec).rstrip("\r\n")
                     if lineno == 1:
                         line = line.removeprefix("\ufeff")
                     try:

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
+from prover.data.errors import UserInputError
 from retriever.base import Retriever
 from retriever.faiss_index import INDEX_FILE
 
@@ -60,7 +61,7 @@ def run_dir_of(index: str | Path) -> Path:
 
 
 def load_corpus(corpus_dir: str | Path) -> Corpus:
-    return Dataset(corpus_dir).corpus()
+    return Dataset(corpus_dir, source="--corpus").corpus()
 
 
 def _registry_cfg(cfg: Any, run_dir: Path | None) -> Any:
@@ -71,17 +72,23 @@ def _registry_cfg(cfg: Any, run_dir: Path | None) -> Any:
     return OmegaConf.create({"retriever": section})
 
 
-def _check_index(run_dir: Path | None, names: list[str], require_index: bool) -> None:
-    needed = {CFR_SUBDIRS[n] for n in names if n in CFR_SUBDIRS}
-    if needed and run_dir is None:
-        raise ValueError(f"retrievers {', '.join(sorted(n for n in names if n in TRAINED))} need "
-                         f"trained models: pass --index <retriever run folder>")
-    for sub in sorted(needed):
-        if require_index and not (run_dir / sub / "index" / INDEX_FILE).exists():
-            raise FileNotFoundError(
-                f"no premise index at {run_dir / sub / 'index'}: build it with `prover retriever index "
-                f"--config <the training YAML> run_dir={run_dir} data.root=<corpus folder>` (or set "
-                f"require_index=false to encode the corpus at startup)")
+def _check_trained(registry_cfg: Any, names: list[str], require_index: bool) -> None:
+    """Refuse to start when a served retriever lacks a trained stage (or, with require_index,
+    its saved index), naming the first missing one and the command that makes it."""
+    from retriever.registry import missing_training
+    with_index = [n for n in names if n in CFR_SUBDIRS]
+    if with_index and OmegaConf.select(registry_cfg, "retriever.run_dir") is None:
+        raise UserInputError(f"retrievers {', '.join(sorted(n for n in names if n in TRAINED))} need "
+                             f"trained models: pass --index <retriever run folder>")
+    for name in names:
+        if RERANK_SUFFIX in name:
+            continue  # not servable as a first stage: build_first_stages says so
+        index = require_index and name in with_index
+        message = missing_training(name, registry_cfg, index=index)
+        if message:
+            hint = "or pass --index a trained run folder" + (
+                "; or set require_index=false to encode the corpus at startup" if index else "")
+            raise UserInputError(f"{message} ({hint})")
 
 
 def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> dict[str, Retriever]:
@@ -117,8 +124,8 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
     # The CAR trained over the config's first stage (car.first_stage) serves every first stage.
     car_dir = car_run_dir(run_dir, tc.car.first_stage) / "model" if run_dir else None
     if car_dir is None or not (car_dir / "config.json").exists():
-        raise FileNotFoundError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
-                                f"set rerank=false to serve without re-ranking")
+        raise UserInputError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
+                             f"set rerank=false to serve without re-ranking")
     scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
     return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2, tc.car.first_stage_weight)
             for name, first in first_stages.items()}
@@ -138,9 +145,9 @@ def load(cfg: Any, index: str | None = None, corpus: str | None = None, generati
     if cfg.default_retriever and cfg.default_retriever not in names:
         raise ValueError(f"default_retriever {cfg.default_retriever!r} is not among the served "
                          f"retrievers {names}")
-    _check_index(run_dir, names, cfg.require_index)
-    c = load_corpus(corpus_dir)
     registry_cfg = _registry_cfg(cfg, run_dir)
+    _check_trained(registry_cfg, names, cfg.require_index)
+    c = load_corpus(corpus_dir)
     first = build_first_stages(names, c, registry_cfg)
     rerankers = build_rerankers(first, run_dir, registry_cfg, cfg.device) if cfg.rerank else {}
     seconds = time.perf_counter() - t0
