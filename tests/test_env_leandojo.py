@@ -7,10 +7,12 @@ a FakeDojo only accepts states it issued itself, so a restart must rebuild state
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
 import sys
+import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,8 @@ import pytest
 from prover.env.base import (EnvCrash, EnvInitError, GivenUp, ProofFinished, State, TacticError,
                              Timeout)
 from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
+from prover.search.best_first import ERROR, SearchConfig, best_first_search
+from prover.search.sources import NoPremises, Suggested
 
 REPO = Path(__file__).resolve().parents[1]
 S0 = "n : Nat\n⊢ n + 0 = n"
@@ -36,6 +40,9 @@ class Script:
     crashes: dict[str, int] = field(default_factory=dict)
     enter_crashes: int = 0
     enter_error: str | None = None
+    # A non-Dojo exception real lean-dojo raises while opening (an assert, bad JSON, `lake
+    # build` failing, the GitHub API unreachable); raised by __enter__ when set.
+    enter_raises: BaseException | None = None
     entered: int = 0
     exited: int = 0
     calls: list[tuple[int, str, str]] = field(default_factory=list)  # (process, state pp, tactic)
@@ -56,6 +63,8 @@ def _answer(script: Script, state: lean_dojo.TacticState, tactic: str, next_sid:
         return lean_dojo.ProofGivenUp()
     if tactic == "slow":
         raise lean_dojo.DojoTacticTimeoutError()
+    if tactic == "odd":  # Lean printed a goal lean-dojo cannot parse: the real TacticState asserts
+        return lean_dojo.TacticState("n : Nat\n⊢ a ⊢ b", next_sid)
     return lean_dojo.LeanError(f"unknown tactic '{tactic}'")
 
 
@@ -79,15 +88,20 @@ def script(monkeypatch) -> Script:
 
         def __enter__(self):
             script.entered += 1
+            if script.enter_raises is not None:
+                raise script.enter_raises
             if script.enter_error:
                 raise lean_dojo.DojoInitError(script.enter_error)
             if script.enter_crashes > 0:
                 script.enter_crashes -= 1
                 raise lean_dojo.DojoCrashError("Unexpected exit code: 1")
+            self.proc = object()  # the real Dojo sets its REPL process only once opening worked
             return self, self._issue(lean_dojo.TacticState(script.init_pp, 0))
 
         def __exit__(self, *exc):
             script.exited += 1
+            # The real __exit__ kills `self.proc`: after a failed __enter__ it raises AttributeError.
+            self.proc.__class__
 
         def _issue(self, result):
             if isinstance(result, lean_dojo.TacticState):
@@ -287,3 +301,56 @@ def test_lean_toolchain_available(tmp_path):
     assert lean_toolchain_available(path=str(links)) is True
     (elan_dir / "lean").unlink()
     assert lean_toolchain_available(path=str(links)) is False
+
+
+# -- exceptions that are not Dojo's (defect 1 of issue 16) ---------------------------------
+
+NON_DOJO_ERRORS = [
+    AssertionError("Unable to find Lean4Repl.lean in the traced repo"),
+    json.JSONDecodeError("Expecting value", "garbage", 0),
+    subprocess.CalledProcessError(1, "lake build"),
+    urllib.error.URLError("no route to api.github.com"),
+]
+
+
+@pytest.mark.parametrize("error", NON_DOJO_ERRORS, ids=lambda e: type(e).__name__)
+def test_non_dojo_exceptions_while_opening_are_init_failures(script, error):
+    script.enter_raises = error
+    env = LeanDojoEnv(Ref())
+    with pytest.raises(EnvInitError) as caught:
+        env.open()
+    assert caught.value.message.startswith(f"leandojo: cannot open Proj.add_zero': {type(error).__name__}")
+    assert [(f.kind, f.recovered) for f in env.failures] == [("init", False)]
+    assert script.exited == 1  # the half-started Dojo was left, although its __exit__ raised
+
+
+class _Tactics:
+    """Proposes the same tactics for every state."""
+
+    def __init__(self, tactics):
+        self.tactics = tactics
+
+    def suggest(self, requests):
+        return [[Suggested(t, -float(i)) for i, t in enumerate(self.tactics)] for _ in requests]
+
+
+@pytest.mark.parametrize("error", NON_DOJO_ERRORS, ids=lambda e: type(e).__name__)
+def test_search_records_an_init_failure_and_returns(script, error):
+    script.enter_raises = error
+    result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["simp"]),
+                               SearchConfig(num_tactics=4, max_expansions=2))
+    assert (result.status, result.stop_reason, result.env_started) == (ERROR, "env_start", False)
+    assert type(error).__name__ in result.error
+    assert [f["kind"] for f in result.env_failures] == ["init"]
+
+
+def test_unparsable_state_is_a_recorded_failure_and_the_search_goes_on(script):
+    result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["odd", "simp", "rfl"]),
+                               SearchConfig(num_tactics=4, max_expansions=3))
+    assert result.status == "proved" and result.proof == ["simp", "rfl"]
+    assert result.tree.outcomes["error"] >= 1
+    # "odd" was tried at both expanded states; each time the REPL stayed in use (no restart).
+    assert [(f["kind"], f["tactic"], f["recovered"]) for f in result.env_failures] == [
+        ("error", "odd", True)] * 2
+    assert all(f["message"].startswith("lean-dojo raised AssertionError") for f in result.env_failures)
+    assert script.entered == 1

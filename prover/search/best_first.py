@@ -13,7 +13,9 @@ runs all its tactics, so a proof found at the budget's edge is a proof (and a se
 overrun its time budget by up to one expansion). Time is split into retrieval, generation and
 environment; whatever is left (bookkeeping) is the rest.
 
-Only environment crashes end a search as an error. A failing premise or tactic source (a dead
+Only environment failures end a search as an error: an env's own exception that is not an
+EnvCrash (an adapter that missed one of its library's exceptions) is one too, so one theorem
+never ends a run. A failing premise or tactic source (a dead
 actor, say) raises: the theorem did nothing wrong, and the caller may retry it elsewhere.
 """
 from __future__ import annotations
@@ -127,7 +129,7 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
     times = result.times
     try:
         try:
-            env.open()
+            _env_call(env.open)
         except EnvCrash as e:  # EnvInitError included
             result.status, result.env_started = ERROR, False
             result.stop_reason, result.error = "env_start", e.message
@@ -145,6 +147,17 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
             times.total_s = clock() - t0
             result.env_failures = [asdict(f) for f in env.failures]
     return result
+
+
+def _env_call(call: Callable[..., Any], *args: Any) -> Any:
+    """Call the env; any exception it lets out becomes an EnvCrash, recorded for this theorem."""
+    try:
+        return call(*args)
+    except EnvCrash:
+        raise
+    except Exception as e:
+        text = " ".join(str(e).split())
+        raise EnvCrash(f"{type(e).__name__}: {text}" if text else type(e).__name__) from e
 
 
 def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: SearchConfig,
@@ -184,7 +197,7 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
                 tried.add(key)
                 t = clock()
                 try:
-                    outcome = env.run_tactic(node.state, s.tactic)
+                    outcome = _env_call(env.run_tactic, node.state, s.tactic)
                 finally:
                     times.environment_s += clock() - t
                     tree.tactics_tried += 1
