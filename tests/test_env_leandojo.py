@@ -15,6 +15,7 @@ import sys
 import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import lean_dojo
 import pytest
@@ -82,6 +83,7 @@ def script(monkeypatch) -> Script:
             script.dojo_args.append({"entry": entry, "timeout": timeout,
                                      "additional_imports": list(additional_imports),
                                      "build_deps": build_deps})
+            self.timeout = timeout
             self.issued: set[int] = set()
             self.process = len(processes)
             processes.append(self)
@@ -95,7 +97,8 @@ def script(monkeypatch) -> Script:
             if script.enter_crashes > 0:
                 script.enter_crashes -= 1
                 raise lean_dojo.DojoCrashError("Unexpected exit code: 1")
-            self.proc = object()  # the real Dojo sets its REPL process only once opening worked
+            # The real Dojo spawns its REPL (pexpect, Dojo's timeout) only once opening worked.
+            self.proc = SimpleNamespace(timeout=self.timeout)
             return self, self._issue(lean_dojo.TacticState(script.init_pp, 0))
 
         def __exit__(self, *exc):
@@ -132,7 +135,8 @@ class Ref:
 
 
 def test_entry_is_leandojo_theorem_of_the_record(script):
-    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=42, additional_imports=["Mathlib"])) as env:
+    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=42, startup_timeout=420,
+                                           additional_imports=["Mathlib"])) as env:
         assert env.name == "leandojo"
         assert env.initial_state == State(S0, 0)
     (args,) = script.dojo_args
@@ -140,7 +144,7 @@ def test_entry_is_leandojo_theorem_of_the_record(script):
     assert isinstance(entry, THM)
     assert (entry.repo.url, entry.repo.commit) == ("https://github.com/example/proj", "0123abc")
     assert entry.file_path == Path("Proj/Basic.lean") and entry.full_name == "Proj.add_zero'"
-    assert args["timeout"] == 42 and args["additional_imports"] == ["Mathlib"]
+    assert args["timeout"] == 420 and args["additional_imports"] == ["Mathlib"]
     assert (script.entered, script.exited) == (1, 1)
 
 
@@ -354,3 +358,12 @@ def test_unparsable_state_is_a_recorded_failure_and_the_search_goes_on(script):
         ("error", "odd", True)] * 2
     assert all(f["message"].startswith("lean-dojo raised AssertionError") for f in result.env_failures)
     assert script.entered == 1
+
+
+def test_start_up_has_its_own_limit_apart_from_the_tactic_timeout(script):
+    # Dojo's `timeout` bounds the wait for Lean to reach the theorem; tactics get their own.
+    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=7, startup_timeout=900)) as env:
+        assert script.dojo_args[0]["timeout"] == 900
+        assert env._dojo.proc.timeout == 7  # what pexpect waits for each tactic's answer
+        assert env.run_tactic(env.initial_state, "simp") == State(S1, 1)
+    assert LeanDojoConfig().startup_timeout >= LeanDojoConfig().timeout

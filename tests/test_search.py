@@ -182,3 +182,19 @@ def test_config_is_checked():
         SearchConfig(max_expansions=0)
     with pytest.raises(ValueError, match="timeout_s"):
         SearchConfig(timeout_s=0)
+
+
+def test_search_clock_starts_after_the_env_is_open(abcde):
+    """An env that takes long to open (LeanDojo tracing or elaborating the file) must not eat
+    the search budget: start-up has its own limit, in the env (issue 16, defect 3)."""
+    clock = FakeClock()
+
+    class SlowToOpen(ReplayEnv):
+        def open(self):
+            clock.now += 1000.0  # start-up far beyond the search budget
+            super().open()
+
+    r = best_first_search(SlowToOpen(abcde), NoPremises(), TimedTactics(ScriptedTactics(), clock, 9.0),
+                          SearchConfig(timeout_s=35.0), clock=clock)
+    assert (r.status, r.expansions) == ("proved", 4)  # the same search as with an instant env
+    assert (r.times.environment_s, r.times.generation_s, r.times.total_s) == (1000.0, 36.0, 1036.0)

@@ -89,8 +89,11 @@ class TheoremRef(Protocol):
 
 @dataclass
 class LeanDojoConfig:
-    # Seconds Lean may take per interaction (Dojo's `timeout`; lean-dojo's default is 600).
+    # Seconds Lean may take per tactic (pexpect's timeout on the REPL once it is open).
     timeout: int = 600
+    # Seconds Lean may take to elaborate the file up to the theorem and hand out its first
+    # state (Dojo's own `timeout` while opening). Tracing is not bounded by it: trace ahead.
+    startup_timeout: int = 600
     # Dojo restarts allowed per failing call (a crash, then a restart, then a retry) before
     # the env gives up with EnvCrash.
     max_restarts: int = 1
@@ -180,7 +183,7 @@ class LeanDojoEnv(ProofEnv):
         """Start one Dojo process; returns Lean's initial state. Crashes propagate."""
         ld = _lean_dojo()
         cfg = self.config
-        dojo = ld.Dojo(self._make_entry(), timeout=cfg.timeout,
+        dojo = ld.Dojo(self._make_entry(), timeout=cfg.startup_timeout,
                        additional_imports=list(cfg.additional_imports), build_deps=cfg.build_deps)
         try:
             _, init = dojo.__enter__()
@@ -201,6 +204,9 @@ class LeanDojoEnv(ProofEnv):
             _exit_quietly(dojo)
             raise EnvInitError(f"leandojo: {self.theorem.full_name} opened on "
                                f"{type(init).__name__}, not a tactic state")
+        # Dojo reads each answer with its pexpect process's default timeout, which it set to
+        # the start-up limit: tactics get theirs from here on.
+        dojo.proc.timeout = cfg.timeout
         self._dojo = dojo
         self._needs_restart = False
         return init

@@ -8,7 +8,7 @@ before in this search adds an open node; a state seen before (compared whitespac
 adds nothing, so the tree stays a tree and no state is expanded twice.
 
 Budgets are checked before each expansion, as ReProver does: a search stops when it has
-expanded `max_expansions` nodes or spent `timeout_s` seconds. An expansion begun within budget
+expanded `max_expansions` nodes or spent `timeout_s` seconds since its environment opened. An expansion begun within budget
 runs all its tactics, so a proof found at the budget's edge is a proof (and a search can
 overrun its time budget by up to one expansion). Time is split into retrieval, generation and
 environment; whatever is left (bookkeeping) is the rest.
@@ -42,7 +42,9 @@ PROVED, FAILED, ERROR = "proved", "failed", "error"
 class SearchConfig:
     num_tactics: int = 64  # tactics generated per expansion
     max_expansions: int | None = None  # node budget (None: time only)
-    timeout_s: float = 600.0  # time budget per theorem, environment start included
+    # Time budget per theorem, counted from when the environment is open: start-up (tracing,
+    # elaborating the file) has its own limit in the env's settings.
+    timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.num_tactics <= 0:
@@ -137,7 +139,8 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
         finally:
             times.environment_s += clock() - t0
         try:
-            _search(env, premises, tactics, cfg, context, clock, t0, result)
+            # The budget starts now: an env that took long to open leaves the search its time.
+            _search(env, premises, tactics, cfg, context, clock, clock(), result)
         except EnvCrash as e:
             result.status, result.stop_reason, result.error = ERROR, "env_crash", e.message
     finally:
