@@ -367,3 +367,10 @@ def test_start_up_has_its_own_limit_apart_from_the_tactic_timeout(script):
         assert env._dojo.proc.timeout == 7  # what pexpect waits for each tactic's answer
         assert env.run_tactic(env.initial_state, "simp") == State(S1, 1)
     assert LeanDojoConfig().startup_timeout >= LeanDojoConfig().timeout
+
+
+def test_tactic_timeout_and_search_budget_are_separate_settings():
+    from prover.search.settings import SearchBenchmarkConfig
+    cfg = SearchBenchmarkConfig()
+    # One slow tactic must not be allowed the whole theorem's budget.
+    assert cfg.env.leandojo.timeout < cfg.search.timeout_s

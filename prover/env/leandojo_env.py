@@ -89,8 +89,9 @@ class TheoremRef(Protocol):
 
 @dataclass
 class LeanDojoConfig:
-    # Seconds Lean may take per tactic (pexpect's timeout on the REPL once it is open).
-    timeout: int = 600
+    # Seconds Lean may take per tactic (pexpect's timeout on the REPL once it is open). Apart
+    # from the search's whole budget (search.timeout_s), which is checked before each tactic.
+    timeout: int = 60
     # Seconds Lean may take to elaborate the file up to the theorem and hand out its first
     # state (Dojo's own `timeout` while opening). Tracing is not bounded by it: trace ahead.
     startup_timeout: int = 600

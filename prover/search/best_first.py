@@ -8,9 +8,11 @@ before in this search adds an open node; a state seen before (compared whitespac
 adds nothing, so the tree stays a tree and no state is expanded twice.
 
 Budgets are checked before each expansion, as ReProver does: a search stops when it has
-expanded `max_expansions` nodes or spent `timeout_s` seconds since its environment opened. An expansion begun within budget
-runs all its tactics, so a proof found at the budget's edge is a proof (and a search can
-overrun its time budget by up to one expansion). Time is split into retrieval, generation and
+expanded `max_expansions` nodes or spent `timeout_s` seconds since its environment opened. The
+time budget is also checked before each tactic: one expansion of 64 tactics, each allowed the
+env's own per-tactic timeout, must not run 64 times that. A tactic begun within budget runs to
+its end, so a proof found at the budget's edge is a proof (and a search can overrun its budget
+by up to one tactic's timeout). Time is split into retrieval, generation and
 environment; whatever is left (bookkeeping) is the rest.
 
 Only environment failures end a search as an error: an env's own exception that is not an
@@ -197,6 +199,8 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
                     continue
                 if len(tried) >= cfg.num_tactics:
                     break
+                if clock() - t0 >= cfg.timeout_s:
+                    raise _Stop("timeout")
                 tried.add(key)
                 t = clock()
                 try:
