@@ -374,3 +374,12 @@ def test_tactic_timeout_and_search_budget_are_separate_settings():
     cfg = SearchBenchmarkConfig()
     # One slow tactic must not be allowed the whole theorem's budget.
     assert cfg.env.leandojo.timeout < cfg.search.timeout_s
+
+
+def test_lean_dojo_is_pinned_to_the_version_the_adapter_was_read_against():
+    import tomllib
+    from importlib.metadata import version
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pin,) = [d for d in deps if d.replace("_", "-").startswith("lean-dojo")]
+    assert pin.replace(" ", "") == "lean-dojo==4.20.0"
+    assert version("lean-dojo") == "4.20.0"  # what these tests ran against
