@@ -22,6 +22,7 @@ from prover.env import leandojo_env
 class Repo:
     def __init__(self, url, commit):
         self.url, self.commit = url, commit
+        self.is_lean4 = url == "https://github.com/leanprover/lean4"  # lean_dojo's LEAN4_URL
 
 
 class Tac:
@@ -48,8 +49,12 @@ class Thm:
 
 
 class File:
-    def __init__(self, path, premises):
-        self.path, self.premises = path, premises
+    def __init__(self, path, premises, imports=()):
+        self.path, self.premises, self.imports = path, premises, list(imports)
+
+    def get_direct_dependencies(self, repo):  # (module, path) per import, Init included
+        return [("Init", ".lake/packages/lean4/src/lean/Init.lean")] + [
+            (p.removesuffix(".lean").replace("/", "."), p) for p in self.imports]
 
     def get_premise_definitions(self):
         return self.premises
@@ -156,6 +161,7 @@ def test_cli_traces_through_lean_dojo(tmp_path, monkeypatch, capsys):
     class FakeLeanGitRepo:
         def __init__(self, url, commit):
             calls.append(("LeanGitRepo", url, commit))
+            self.url, self.commit = url, commit
 
     def fake_trace(repo, dst_dir=None, build_deps=True):  # lean_dojo.trace's signature
         calls.append(("trace", type(repo).__name__, dst_dir, build_deps))
@@ -176,3 +182,47 @@ def test_cli_traces_through_lean_dojo(tmp_path, monkeypatch, capsys):
     assert json.loads((out / "random" / "split.json").read_text())["sizes"] == {"train": 8, "val": 1, "test": 1}
     assert main(["data", "trace", "o/proj", "a" * 40, "--out", str(out)]) == 2  # out is not empty
     assert "not empty" in capsys.readouterr().err
+
+
+def test_trace_records_what_the_user_gave_and_skip_what_cannot_be_used(tmp_path, monkeypatch, capsys):
+    """As lean-dojo 4.20.0 hands it back: the traced repo reloaded from its cache folder
+    (`LeanGitRepo.from_path`, traced_data.py:1186), Lean-core theorems included, no file graph
+    without dependencies (`traced_files_graph` is None), and a state over 50,000 characters."""
+    import lean_dojo
+    user_url, full = "https://github.com/o/proj", "a" * 40
+    cached = Repo("/root/.cache/lean_dojo/o-proj-" + full + "/proj", full)  # not what the user gave
+    lean4 = Repo("https://github.com/leanprover/lean4", "c" * 40)
+    files = [File("Proj/B.lean", [premise("Proj.c", 4)], imports=["Proj/A.lean"]),
+             File("Proj/A.lean", [premise("Proj.a", 5)])]
+    theorems = [
+        Thm(cached, "Proj/B.lean", "Proj.c", (4, 1), (6, 10), [Tac("rfl", "⊢ 1 = 1")]),
+        Thm(cached, "Proj/A.lean", "Proj.long", (8, 1), (9, 10),
+            [Tac("simp", "⊢ " + "x" * 60_000), Tac("rfl", "⊢ 2 = 2")]),
+        Thm(lean4, "src/lean/Init/Core.lean", "Nat.core", (1, 1), (1, 9), [Tac("rfl", "⊢ 0 = 0")]),
+    ] + [Thm(cached, "Proj/A.lean", f"Proj.t{i}", (20 + i, 1), (20 + i, 30), [Tac("simp", f"⊢ {i} = {i}")])
+         for i in range(3)]
+    traced = types.SimpleNamespace(repo=cached, dependencies={"lean4": lean4}, traced_files=files,
+                                   traced_files_graph=None, get_traced_theorems=lambda: theorems)
+
+    class FakeLeanGitRepo:  # expands a short hash, as LeanGitRepo does for a commit it can resolve
+        def __init__(self, url, commit):
+            assert full.startswith(commit)
+            self.url, self.commit = url, full
+
+    monkeypatch.setattr(lean_dojo, "LeanGitRepo", FakeLeanGitRepo)
+    monkeypatch.setattr(lean_dojo, "trace", lambda repo, dst_dir=None, build_deps=True: traced)
+    monkeypatch.setattr(leandojo_env, "lean_toolchain_available", lambda: True)
+    out = tmp_path / "ds"
+    assert main(["data", "trace", "o/proj", "aaaaaaa", "--out", str(out), "--no-build-deps",
+                 "--n-val", "1", "--n-test", "1"]) == 0
+    records = [r for part in ("train", "val", "test")
+               for r in json.loads((out / "random" / f"{part}.json").read_text())]
+    assert {(r["url"], r["commit"]) for r in records} == {(user_url, full)}
+    assert sorted(r["full_name"] for r in records) == ["Proj.c", "Proj.long", "Proj.t0", "Proj.t1", "Proj.t2"]
+    long = next(r for r in records if r["full_name"] == "Proj.long")
+    assert [t["tactic"] for t in long["traced_tactics"]] == ["rfl"]  # the over-long state's tactic left out
+    meta = json.loads((out / "metadata.json").read_text())
+    assert (meta["url"], meta["commit"], meta["theorems"]) == (user_url, full, 5)
+    assert meta["skipped"] == {"Lean-core theorems": 1, "tactics with a state over 50,000 characters": 1}
+    rows = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
+    assert [(r["path"], r["imports"]) for r in rows] == [("Proj/A.lean", []), ("Proj/B.lean", ["Proj/A.lean"])]
