@@ -198,7 +198,9 @@ def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, 
     assert report["check"] == ("re-checked with lean_dojo.check_proof: 4 accepted, 0 rejected "
                                "(not patched), 0 could not be checked")
     assert {s["check"] for s in report["sorries"] if s["status"] == "proved"} == {"checked"}
-    assert report["check"] in (out / "report.md").read_text() and report["check"] in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert report["check"] in (out / "report.md").read_text() and report["check"] in said
+    assert "GITHUB_ACCESS_TOKEN" in said and "DISABLE_REMOTE_CACHE" in said  # preflight lines
 
 
 def test_a_proof_check_proof_rejects_is_an_error_and_not_patched(tmp_path, lean):

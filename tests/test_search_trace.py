@@ -226,3 +226,56 @@ def test_trace_records_what_the_user_gave_and_skip_what_cannot_be_used(tmp_path,
     assert meta["skipped"] == {"Lean-core theorems": 1, "tactics with a state over 50,000 characters": 1}
     rows = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
     assert [(r["path"], r["imports"]) for r in rows] == [("Proj/A.lean", []), ("Proj/B.lean", ["Proj/A.lean"])]
+
+
+def _git(cwd, *args):
+    import subprocess
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_trace_preflight_says_in_one_line_what_lean_dojo_would_fail_on(tmp_path, monkeypatch, capsys):
+    """Before hours of tracing: the commit is HEAD, the tree committed, the lakefile at the git
+    root (issue 16, defect 5); and the network settings lean-dojo acts on are said."""
+    import lean_dojo
+    traced = []
+    monkeypatch.setattr(lean_dojo, "LeanGitRepo", lambda url, commit: types.SimpleNamespace(url=url, commit=commit))
+    monkeypatch.setattr(lean_dojo, "trace", lambda repo, dst_dir=None, build_deps=True:
+                        traced.append(repo.commit) or fake_traced_repo())
+    monkeypatch.setattr(leandojo_env, "lean_toolchain_available", lambda: True)
+    monkeypatch.delenv("GITHUB_ACCESS_TOKEN", raising=False)
+    monkeypatch.delenv("DISABLE_REMOTE_CACHE", raising=False)
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    (repo / "lakefile.lean").write_text("import Lake\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "A.lean").write_text("theorem a : True := trivial\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "two")
+    head = _git(repo, "rev-parse", "HEAD")
+
+    def run(commit, out):
+        code = main(["data", "trace", str(repo), commit, "--out", str(tmp_path / out), "--n-val", "1",
+                     "--n-test", "1"])
+        return code, capsys.readouterr()
+
+    code, cap = run(first[:9], "a")
+    assert code == 2 and f"commit {first[:9]} is not HEAD ({head[:12]}) of {repo.resolve()}" in cap.err
+    (repo / "B.lean").write_text("-- new\n")
+    code, cap = run(head, "b")
+    assert code == 2 and "uncommitted changes in B.lean: lean-dojo traces the commit" in cap.err
+    (repo / "B.lean").unlink()
+    code, cap = run(head[:7], "c")
+    assert code == 0 and traced == [head[:7]]
+    assert "GITHUB_ACCESS_TOKEN is not set" in cap.out and "DISABLE_REMOTE_CACHE is not set" in cap.out
+    assert f"{repo.resolve()} at {head[:12]}: HEAD, committed, lakefile at the root" in cap.out
+
+
+def test_git_older_than_lean_dojo_needs_is_refused():
+    from prover.env.preflight import PreflightError, check_git_version
+    assert check_git_version("git version 2.39.2\n") == "2.39.2"
+    with pytest.raises(PreflightError, match=r"^git 2\.20\.1 is too old: lean-dojo needs git 2\.25\.0"):
+        check_git_version("git version 2.20.1")

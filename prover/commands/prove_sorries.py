@@ -35,6 +35,7 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
                                           retriever_spec)
     from prover.search.settings import SearchBenchmarkConfig, as_object
     from prover.sorries.find import find_sorries
+    from prover.env.preflight import preflight
     from prover.sorries.project import check_project
     from prover.sorries.prove import prove_sorries, skip_reason, sorry_theorem, write_report
     from retriever.base import TheoremContext
@@ -60,6 +61,8 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
         # Before any long work: the lakefile at the git root, and every file committed (LeanDojo
         # builds the commit, and each file it may patch must be the one it proved against).
         lean_project = check_project(path)
+        for line in preflight():  # git version, network and cache settings: one line each
+            print(line)
         leandojo_cfg = env.leandojo
         if lean_project.uses_mathlib and leandojo_cfg.build_deps:
             # lean-dojo runs `lake exe cache get` when it does not build dependencies itself.

@@ -19,7 +19,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from prover.data.jsonio import write_json, write_jsonl
 from prover.data.splits import make_split, write_split
 from prover.data.theorem import DEFAULT_MAX_STATE_CHARS, Theorem, parse_theorem
 from prover.env import leandojo_env
+from prover.env.preflight import preflight
 
 log = logging.getLogger(__name__)
 
@@ -202,16 +203,22 @@ def _version(pkg: str) -> str | None:
 
 
 def trace_repo(repo: str, commit: str, out: str | Path, build_deps: bool = True,
-               n_val: float = 0.02, n_test: float = 0.02, seed: int = 3407) -> dict:
+               n_val: float = 0.02, n_test: float = 0.02, seed: int = 3407,
+               say: Callable[[str], None] = print) -> dict:
     """Trace `repo` at `commit` with lean-dojo and write the dataset to `out`."""
     url, commit, out_path = check_repo(repo), check_commit(commit), check_out(out)
     check_no_ray()
-    import lean_dojo
     if not leandojo_env.lean_toolchain_available():
         raise TraceUnavailableError("tracing builds the repository with Lean, and no Lean toolchain "
                                     "(lake and lean, or elan) was found on this machine")
-    log.info("tracing %s at %s (lean-dojo %s; this builds the repository)", url, commit,
-             _version("lean-dojo"))
+    # Before importing lean-dojo (its import asserts the git version) and before hours of work.
+    local = Path(url) if Path(url).is_dir() else None
+    for line in preflight(local, commit):
+        say(line)
+    import lean_dojo
+    say(f"tracing {url} at {commit} with lean-dojo {_version('lean-dojo')}: this builds the "
+        f"repository and extracts every file, minutes for a small project, hours for one that "
+        f"depends on Mathlib (cached under lean-dojo's cache folder for later runs)")
     repo = lean_dojo.LeanGitRepo(url, commit)  # resolves a short hash or a tag to the full commit
     traced = lean_dojo.trace(repo, build_deps=build_deps)
     return export_dataset(traced, out_path, n_val, n_test, seed, origin=(url, repo.commit))
