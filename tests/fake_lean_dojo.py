@@ -41,6 +41,7 @@ class FakeLean:
     traces: list[tuple[str, str, bool]] = field(default_factory=list)  # (url, commit, build_deps)
     opened: list[tuple[str, str, str, str, bool]] = field(default_factory=list)  # url, commit, path, name, deps
     checks: list[tuple[str, str, str]] = field(default_factory=list)  # (file, name, proof)
+    events: list[str] = field(default_factory=list)  # "trace URL", "enter NAME", in order
 
     @classmethod
     def from_theorems(cls, theorems) -> FakeLean:
@@ -80,6 +81,7 @@ class FakeLean:
         assert not ray.is_initialized()  # utils.py:71, when tracing starts its own Ray pool
         assert repo.exists(), f"The {repo.url} does not exist. Please check the URL `{repo.url}/tree/{repo.commit}`."
         self.traces.append((repo.url, repo.commit, build_deps))
+        self.events.append(f"trace {repo.url}")
         self.cache[key] = Path(repo.url)
         return self.cache[key]
 
@@ -101,6 +103,7 @@ class FakeLean:
                 self.repo, self.file_path = entry.repo, entry.file_path
 
             def __enter__(self):
+                lean.events.append(f"enter {self.entry.full_name}")
                 lean.get_traced_repo_path(self.repo, self.build_deps)
                 e = self.entry
                 lean.opened.append((e.repo.url, e.repo.commit, str(e.file_path), e.full_name,

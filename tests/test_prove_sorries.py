@@ -250,3 +250,14 @@ def test_a_mathlib_project_fetches_mathlibs_cache_instead_of_building_it(tmp_pat
     # lean-dojo runs `lake exe cache get` when build_deps is False (trace.py _trace).
     assert {o[4] for o in lean.opened} == {False} and [t[2] for t in lean.traces] == [False]
     assert "lake exe cache get" in capsys.readouterr().out
+
+
+def test_the_repository_is_traced_ahead_before_any_search(tmp_path, lean, capsys):
+    """Tracing takes hours and cannot run inside a Ray worker: the driver traces first, with a
+    line about time, and no Dojo opens before (issue 16, defect 2)."""
+    repo = _repo(tmp_path)
+    assert main(_leandojo_args(repo, tmp_path / "out")) == 0
+    assert lean.events[0] == f"trace {repo.resolve()}" and lean.events[1].startswith("enter ")
+    assert len(lean.traces) == 1
+    said = capsys.readouterr().out
+    assert "tracing 1 repository ahead" in said and "hours for one that depends on Mathlib" in said

@@ -36,6 +36,7 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     from prover.search.settings import SearchBenchmarkConfig, as_object
     from prover.sorries.find import find_sorries
     from prover.env.preflight import preflight
+    from prover.env.trace_ahead import trace_ahead
     from prover.sorries.project import check_project
     from prover.sorries.prove import prove_sorries, skip_reason, sorry_theorem, write_report
     from retriever.base import TheoremContext
@@ -82,6 +83,10 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
             # A theorem without a record opens no env: it is reported as an error.
             return ReplayEnv(traced.get(s.name) or sorry_theorem(s, "", ""), env.replay)
 
+    if lean_project is not None and todo:
+        # Before any search: on a cache miss a Dojo would trace (hours) inside the first search.
+        trace_ahead([(str(lean_project.top), lean_project.commit)], leandojo_cfg.build_deps,
+                    progress=cfg.progress)
     premises = retriever_spec(cfg).build() if todo else None
     tactics = generator_spec(cfg).build() if todo else None
     attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
