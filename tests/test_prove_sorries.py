@@ -261,3 +261,16 @@ def test_the_repository_is_traced_ahead_before_any_search(tmp_path, lean, capsys
     assert len(lean.traces) == 1
     said = capsys.readouterr().out
     assert "tracing 1 repository ahead" in said and "hours for one that depends on Mathlib" in said
+
+
+def test_help_and_readme_state_the_preconditions_commands_and_time(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["prove-sorries", "--help"])
+    assert done.value.code == 0
+    said = " ".join(capsys.readouterr().out.split())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for text in (said, readme):
+        for needed in ("lakefile at the root of its git repository", "everything committed",
+                       "git 2.25", "GITHUB_ACCESS_TOKEN", "DISABLE_REMOTE_CACHE", "lake exe cache get",
+                       "prover prove-sorries PROJECT --env leandojo", "hours", "lean_dojo.check_proof"):
+            assert needed in text, needed

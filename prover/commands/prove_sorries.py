@@ -8,7 +8,31 @@ from pathlib import Path
 
 
 
+REAL_RUN = """\
+A real run (--env leandojo) needs:
+  - a Lean 4 toolchain (elan, or lake and lean on PATH) and git 2.25 or newer;
+  - the project with its lakefile at the root of its git repository (a project in a subfolder
+    is refused), and everything committed: LeanDojo traces the HEAD commit, not the files;
+  - the network, or its settings: lean-dojo calls the GitHub API even for a local repository
+    (set GITHUB_ACCESS_TOKEN) and looks for a traced copy in its remote cache first (set
+    DISABLE_REMOTE_CACHE=1 offline).
+
+Commands:
+  git -C PROJECT status --short        # must print nothing
+  prover prove-sorries PROJECT --env leandojo --generator MODEL [--write]
+
+Time: the project is traced once, before any search (cached for later runs): minutes for a
+small project, hours for one that depends on Mathlib, whose build cache is fetched with
+`lake exe cache get` rather than compiled. Then each whole-proof sorry gets a search of up to
+search.timeout_s (600 s; each tactic env.leandojo.timeout, 60 s), and each proof found is
+re-checked in its file with lean_dojo.check_proof before it goes into the patch.
+"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = "Find the sorry proofs of a Lean project, attempt each, and patch in the proofs."
+    p.epilog = REAL_RUN
     p.add_argument("path", help="a Lean project folder (a git repository for --env leandojo) or one .lean file")
     p.add_argument("--env", choices=["leandojo", "replay"], required=True,
                    help="leandojo (Lean) or replay (a simulator fed traced proofs: --replay-traces)")
