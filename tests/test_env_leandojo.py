@@ -47,6 +47,7 @@ class Script:
     entered: int = 0
     exited: int = 0
     calls: list[tuple[int, str, str]] = field(default_factory=list)  # (process, state pp, tactic)
+    now: float = 0.0  # fake seconds: a timeout comes only after the REPL's timeout has passed
     dojo_args: list[dict] = field(default_factory=list)
 
 
@@ -116,6 +117,8 @@ def script(monkeypatch) -> Script:
             assert isinstance(state, lean_dojo.TacticState) and state.id in self.issued, \
                 "state from another Dojo process"
             script.calls.append((self.process, state.pp, tactic))
+            if tactic == "slow":  # pexpect gives up only after proc.timeout seconds, as the real one
+                script.now += self.proc.timeout
             return self._issue(_answer(script, state, tactic, max(self.issued) + 1))
 
     monkeypatch.setattr(lean_dojo, "Dojo", FakeDojo)
@@ -383,3 +386,14 @@ def test_lean_dojo_is_pinned_to_the_version_the_adapter_was_read_against():
     (pin,) = [d for d in deps if d.replace("_", "-").startswith("lean-dojo")]
     assert pin.replace(" ", "") == "lean-dojo==4.20.0"
     assert version("lean-dojo") == "4.20.0"  # what these tests ran against
+
+
+def test_a_late_timeout_spends_the_search_budget_and_the_expansion_stops(script):
+    # Each "slow" costs the per-tactic timeout (7 s) before Lean's answer is given up on; the
+    # search budget (10 s) is checked before every tactic, so the second one is never started.
+    result = best_first_search(LeanDojoEnv(Ref(), LeanDojoConfig(timeout=7)), NoPremises(),
+                               _Tactics(["slow", "simp", "rfl"]), SearchConfig(timeout_s=10.0),
+                               clock=lambda: script.now)
+    assert (result.status, result.stop_reason) == ("failed", "timeout")
+    assert result.tree.tactics_tried == 4 and script.now == 14.0  # slow, simp, rfl; then slow on S1
+    assert [(f["kind"], f["message"]) for f in result.env_failures] == [("timeout", "tactic exceeded 7s")] * 2
