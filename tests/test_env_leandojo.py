@@ -7,12 +7,15 @@ a FakeDojo only accepts states it issued itself, so a restart must rebuild state
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
 import sys
+import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import lean_dojo
 import pytest
@@ -20,6 +23,8 @@ import pytest
 from prover.env.base import (EnvCrash, EnvInitError, GivenUp, ProofFinished, State, TacticError,
                              Timeout)
 from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
+from prover.search.best_first import ERROR, SearchConfig, best_first_search
+from prover.search.sources import NoPremises, Suggested
 
 REPO = Path(__file__).resolve().parents[1]
 S0 = "n : Nat\n⊢ n + 0 = n"
@@ -36,9 +41,13 @@ class Script:
     crashes: dict[str, int] = field(default_factory=dict)
     enter_crashes: int = 0
     enter_error: str | None = None
+    # A non-Dojo exception real lean-dojo raises while opening (an assert, bad JSON, `lake
+    # build` failing, the GitHub API unreachable); raised by __enter__ when set.
+    enter_raises: BaseException | None = None
     entered: int = 0
     exited: int = 0
     calls: list[tuple[int, str, str]] = field(default_factory=list)  # (process, state pp, tactic)
+    now: float = 0.0  # fake seconds: a timeout comes only after the REPL's timeout has passed
     dojo_args: list[dict] = field(default_factory=list)
 
 
@@ -56,6 +65,8 @@ def _answer(script: Script, state: lean_dojo.TacticState, tactic: str, next_sid:
         return lean_dojo.ProofGivenUp()
     if tactic == "slow":
         raise lean_dojo.DojoTacticTimeoutError()
+    if tactic == "odd":  # Lean printed a goal lean-dojo cannot parse: the real TacticState asserts
+        return lean_dojo.TacticState("n : Nat\n⊢ a ⊢ b", next_sid)
     return lean_dojo.LeanError(f"unknown tactic '{tactic}'")
 
 
@@ -73,21 +84,28 @@ def script(monkeypatch) -> Script:
             script.dojo_args.append({"entry": entry, "timeout": timeout,
                                      "additional_imports": list(additional_imports),
                                      "build_deps": build_deps})
+            self.timeout = timeout
             self.issued: set[int] = set()
             self.process = len(processes)
             processes.append(self)
 
         def __enter__(self):
             script.entered += 1
+            if script.enter_raises is not None:
+                raise script.enter_raises
             if script.enter_error:
                 raise lean_dojo.DojoInitError(script.enter_error)
             if script.enter_crashes > 0:
                 script.enter_crashes -= 1
                 raise lean_dojo.DojoCrashError("Unexpected exit code: 1")
+            # The real Dojo spawns its REPL (pexpect, Dojo's timeout) only once opening worked.
+            self.proc = SimpleNamespace(timeout=self.timeout)
             return self, self._issue(lean_dojo.TacticState(script.init_pp, 0))
 
         def __exit__(self, *exc):
             script.exited += 1
+            # The real __exit__ kills `self.proc`: after a failed __enter__ it raises AttributeError.
+            self.proc.__class__
 
         def _issue(self, result):
             if isinstance(result, lean_dojo.TacticState):
@@ -99,6 +117,8 @@ def script(monkeypatch) -> Script:
             assert isinstance(state, lean_dojo.TacticState) and state.id in self.issued, \
                 "state from another Dojo process"
             script.calls.append((self.process, state.pp, tactic))
+            if tactic == "slow":  # pexpect gives up only after proc.timeout seconds, as the real one
+                script.now += self.proc.timeout
             return self._issue(_answer(script, state, tactic, max(self.issued) + 1))
 
     monkeypatch.setattr(lean_dojo, "Dojo", FakeDojo)
@@ -118,7 +138,8 @@ class Ref:
 
 
 def test_entry_is_leandojo_theorem_of_the_record(script):
-    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=42, additional_imports=["Mathlib"])) as env:
+    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=42, startup_timeout=420,
+                                           additional_imports=["Mathlib"])) as env:
         assert env.name == "leandojo"
         assert env.initial_state == State(S0, 0)
     (args,) = script.dojo_args
@@ -126,7 +147,7 @@ def test_entry_is_leandojo_theorem_of_the_record(script):
     assert isinstance(entry, THM)
     assert (entry.repo.url, entry.repo.commit) == ("https://github.com/example/proj", "0123abc")
     assert entry.file_path == Path("Proj/Basic.lean") and entry.full_name == "Proj.add_zero'"
-    assert args["timeout"] == 42 and args["additional_imports"] == ["Mathlib"]
+    assert args["timeout"] == 420 and args["additional_imports"] == ["Mathlib"]
     assert (script.entered, script.exited) == (1, 1)
 
 
@@ -287,3 +308,92 @@ def test_lean_toolchain_available(tmp_path):
     assert lean_toolchain_available(path=str(links)) is True
     (elan_dir / "lean").unlink()
     assert lean_toolchain_available(path=str(links)) is False
+
+
+# -- exceptions that are not Dojo's (defect 1 of issue 16) ---------------------------------
+
+NON_DOJO_ERRORS = [
+    AssertionError("Unable to find Lean4Repl.lean in the traced repo"),
+    json.JSONDecodeError("Expecting value", "garbage", 0),
+    subprocess.CalledProcessError(1, "lake build"),
+    urllib.error.URLError("no route to api.github.com"),
+]
+
+
+@pytest.mark.parametrize("error", NON_DOJO_ERRORS, ids=lambda e: type(e).__name__)
+def test_non_dojo_exceptions_while_opening_are_init_failures(script, error):
+    script.enter_raises = error
+    env = LeanDojoEnv(Ref())
+    with pytest.raises(EnvInitError) as caught:
+        env.open()
+    assert caught.value.message.startswith(f"leandojo: cannot open Proj.add_zero': {type(error).__name__}")
+    assert [(f.kind, f.recovered) for f in env.failures] == [("init", False)]
+    assert script.exited == 1  # the half-started Dojo was left, although its __exit__ raised
+
+
+class _Tactics:
+    """Proposes the same tactics for every state."""
+
+    def __init__(self, tactics):
+        self.tactics = tactics
+
+    def suggest(self, requests):
+        return [[Suggested(t, -float(i)) for i, t in enumerate(self.tactics)] for _ in requests]
+
+
+@pytest.mark.parametrize("error", NON_DOJO_ERRORS, ids=lambda e: type(e).__name__)
+def test_search_records_an_init_failure_and_returns(script, error):
+    script.enter_raises = error
+    result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["simp"]),
+                               SearchConfig(num_tactics=4, max_expansions=2))
+    assert (result.status, result.stop_reason, result.env_started) == (ERROR, "env_start", False)
+    assert type(error).__name__ in result.error
+    assert [f["kind"] for f in result.env_failures] == ["init"]
+
+
+def test_unparsable_state_is_a_recorded_failure_and_the_search_goes_on(script):
+    result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["odd", "simp", "rfl"]),
+                               SearchConfig(num_tactics=4, max_expansions=3))
+    assert result.status == "proved" and result.proof == ["simp", "rfl"]
+    assert result.tree.outcomes["error"] >= 1
+    # "odd" was tried at both expanded states; each time the REPL stayed in use (no restart).
+    assert [(f["kind"], f["tactic"], f["recovered"]) for f in result.env_failures] == [
+        ("error", "odd", True)] * 2
+    assert all(f["message"].startswith("lean-dojo raised AssertionError") for f in result.env_failures)
+    assert script.entered == 1
+
+
+def test_start_up_has_its_own_limit_apart_from_the_tactic_timeout(script):
+    # Dojo's `timeout` bounds the wait for Lean to reach the theorem; tactics get their own.
+    with LeanDojoEnv(Ref(), LeanDojoConfig(timeout=7, startup_timeout=900)) as env:
+        assert script.dojo_args[0]["timeout"] == 900
+        assert env._dojo.proc.timeout == 7  # what pexpect waits for each tactic's answer
+        assert env.run_tactic(env.initial_state, "simp") == State(S1, 1)
+    assert LeanDojoConfig().startup_timeout >= LeanDojoConfig().timeout
+
+
+def test_tactic_timeout_and_search_budget_are_separate_settings():
+    from prover.search.settings import SearchBenchmarkConfig
+    cfg = SearchBenchmarkConfig()
+    # One slow tactic must not be allowed the whole theorem's budget.
+    assert cfg.env.leandojo.timeout < cfg.search.timeout_s
+
+
+def test_lean_dojo_is_pinned_to_the_version_the_adapter_was_read_against():
+    import tomllib
+    from importlib.metadata import version
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pin,) = [d for d in deps if d.replace("_", "-").startswith("lean-dojo")]
+    assert pin.replace(" ", "") == "lean-dojo==4.20.0"
+    assert version("lean-dojo") == "4.20.0"  # what these tests ran against
+
+
+def test_a_late_timeout_spends_the_search_budget_and_the_expansion_stops(script):
+    # Each "slow" costs the per-tactic timeout (7 s) before Lean's answer is given up on; the
+    # search budget (10 s) is checked before every tactic, so the second one is never started.
+    result = best_first_search(LeanDojoEnv(Ref(), LeanDojoConfig(timeout=7)), NoPremises(),
+                               _Tactics(["slow", "simp", "rfl"]), SearchConfig(timeout_s=10.0),
+                               clock=lambda: script.now)
+    assert (result.status, result.stop_reason) == ("failed", "timeout")
+    assert result.tree.tactics_tried == 4 and script.now == 14.0  # slow, simp, rfl; then slow on S1
+    assert [(f["kind"], f["message"]) for f in result.env_failures] == [("timeout", "tactic exceeded 7s")] * 2

@@ -12,20 +12,20 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from prover.cli import main
 from prover.data.theorem import load_theorems
-from prover.env import leandojo_env
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search import components
 from prover.search.best_first import SearchConfig
 from prover.search.sources import NoPremises
 from prover.sorries.find import find_sorries
-from prover.sorries.prove import (git_repo, prove_sorries, sorry_theorem, uncommitted,
-                                  write_report)
+from prover.sorries.prove import prove_sorries, sorry_theorem, write_report
 from tests.conftest import REPO
+from tests.fake_lean_dojo import FakeLean
 from tests.search_doubles import OracleTactics, save_untrained_generator
 
 FIXTURE = REPO / "tests" / "fixtures" / "lean_sorry_project"
@@ -150,36 +150,127 @@ def _git(cwd, *args):
                    capture_output=True)
 
 
-def test_leandojo_opens_each_sorry_at_the_repos_commit(tmp_path, traced, monkeypatch, capsys):
+def _repo(tmp_path, sub: str = "") -> Path:
+    """A committed git repository holding the fixture project (in `sub`, when given)."""
     repo = tmp_path / "repo"
-    shutil.copytree(FIXTURE, repo / "lean")
+    shutil.copytree(FIXTURE, repo / sub if sub else repo)
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "fixture")
-    top, commit = git_repo(repo / "lean")
-    assert top == repo.resolve() and len(commit) == 40
-    opened = []
+    return repo
 
-    class RecordingEnv(ReplayEnv):  # stands in for LeanDojoEnv: records what Lean would open
-        def __init__(self, theorem, config=None):
-            opened.append(theorem)
-            super().__init__(traced.get(theorem.full_name) or theorem)
 
+@pytest.fixture
+def lean(traced, monkeypatch):
+    """Fake Lean under the real adapter (LeanDojoEnv); the oracle proposes every proof but
+    top_level's."""
     monkeypatch.setattr(components, "lean_toolchain_available", lambda: True)
-    monkeypatch.setattr(leandojo_env, "LeanDojoEnv", RecordingEnv)
-    model = save_untrained_generator(tmp_path / "gen")
-    args = ["prove-sorries", str(repo / "lean"), "--env", "leandojo", "--generator", str(model),
-            "--out", str(tmp_path / "out"), "search.max_expansions=1", "search.num_tactics=2"]
-    assert main(args) == 0
-    assert sorted(t.full_name for t in opened) == sorted([
+    oracle = OracleTactics([t for n, t in traced.items() if n != "top_level"])
+    monkeypatch.setattr(components, "generator_spec", lambda cfg: SimpleNamespace(build=lambda: oracle))
+    return FakeLean.from_theorems(traced.values()).install(monkeypatch)
+
+
+def _leandojo_args(project, out):
+    return ["prove-sorries", str(project), "--env", "leandojo", "--out", str(out),
+            "search.num_tactics=16"]
+
+
+def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, lean, capsys):
+    repo = _repo(tmp_path)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    out = tmp_path / "out"
+    assert main(_leandojo_args(repo, out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"] == {"proved": 4, "failed": 1, "error": 0, "skipped": 10}
+    # Each whole-proof sorry was opened by LeanDojo at the repository's HEAD, by its name.
+    assert sorted(o[3] for o in lean.opened) == sorted([
         "SorryProject.add_zero'", "SorryProject.zero_add'", "SorryProject.by_newline",
         "SorryProject.Inner.nested_ns", "top_level"])
-    assert {(t.url, t.commit) for t in opened} == {(str(repo.resolve()), commit)}
-    assert {t.file_path for t in opened} == {"lean/" + BASIC}  # relative to the repository root
-    # LeanDojo reads the commit: uncommitted edits to a file with sorrys are refused.
-    with open(repo / "lean" / BASIC, "a") as f:
-        f.write("\n")
-    assert uncommitted(top, [repo / "lean" / BASIC]) == ["lean/" + BASIC]
-    capsys.readouterr()
-    assert main(args) == 2
-    assert "uncommitted changes in lean/SorryProject/Basic.lean" in capsys.readouterr().err
+    assert {o[:3] for o in lean.opened} == {(str(repo.resolve()), head, BASIC)}
+    assert lean.traces == [(str(repo.resolve()), head, True)]  # traced once, then the cache
+    # Every proof found was re-checked in its file, as one proof term.
+    assert sorted(lean.checks) == sorted([
+        (BASIC, "SorryProject.add_zero'", "by\n  simp"),
+        (BASIC, "SorryProject.zero_add'", "by\n  omega"),
+        (BASIC, "SorryProject.by_newline", "by\n  have h := Nat.add_comm a b\n  exact h"),
+        (BASIC, "SorryProject.Inner.nested_ns", "by\n  rw [Nat.mul_comm]\n  exact Nat.one_mul x")])
+    assert report["check"] == ("re-checked with lean_dojo.check_proof: 4 accepted, 0 rejected "
+                               "(not patched), 0 could not be checked")
+    assert {s["check"] for s in report["sorries"] if s["status"] == "proved"} == {"checked"}
+    said = capsys.readouterr().out
+    assert report["check"] in (out / "report.md").read_text() and report["check"] in said
+    assert "GITHUB_ACCESS_TOKEN" in said and "DISABLE_REMOTE_CACHE" in said  # preflight lines
+
+
+def test_a_proof_check_proof_rejects_is_an_error_and_not_patched(tmp_path, lean):
+    lean.reject_checks = {"SorryProject.zero_add'"}
+    out = tmp_path / "out"
+    assert main(_leandojo_args(_repo(tmp_path), out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"] == {"proved": 3, "failed": 1, "error": 1, "skipped": 10}
+    (rejected,) = [s for s in report["sorries"] if s["check"] == "rejected"]
+    assert rejected["name"] == "SorryProject.zero_add'" and "check_proof rejected" in rejected["reason"]
+    patch = (out / "proofs.patch").read_text()
+    assert "by simp" in patch and "by omega" not in patch
+
+
+@pytest.mark.parametrize("change", ["edit SorryProject.lean", "new SorryProject/Extra.lean"])
+def test_uncommitted_changes_anywhere_in_the_repository_are_refused(tmp_path, lean, capsys, change):
+    """LeanDojo builds the commit: any change it would not see (an import of a patched file, a
+    new file) makes its proofs say nothing about the working tree."""
+    repo = _repo(tmp_path)
+    what, rel = change.split()
+    with open(repo / rel, "a") as f:
+        f.write("\n-- changed\n")
+    assert main(_leandojo_args(repo, tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"uncommitted changes in {rel}: LeanDojo traces the commit" in err
+    assert lean.opened == [] and lean.traces == []
+
+
+def test_a_project_in_a_subfolder_of_its_repository_is_refused_clearly(tmp_path, lean, capsys):
+    repo = _repo(tmp_path, sub="lean")
+    assert main(_leandojo_args(repo / "lean", tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"no lakefile.lean or lakefile.toml at the git root {repo.resolve()}" in err
+    assert "make the project folder its own git repository" in err
+    assert lean.opened == [] and lean.traces == []
+
+
+def test_a_mathlib_project_fetches_mathlibs_cache_instead_of_building_it(tmp_path, lean, capsys):
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    (repo / "lake-manifest.json").write_text(json.dumps(
+        {"version": "1.1.0", "packages": [{"name": "mathlib", "type": "git", "rev": "abc"}]}))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "fixture")
+    assert main(_leandojo_args(repo, tmp_path / "out")) == 0
+    # lean-dojo runs `lake exe cache get` when build_deps is False (trace.py _trace).
+    assert {o[4] for o in lean.opened} == {False} and [t[2] for t in lean.traces] == [False]
+    assert "lake exe cache get" in capsys.readouterr().out
+
+
+def test_the_repository_is_traced_ahead_before_any_search(tmp_path, lean, capsys):
+    """Tracing takes hours and cannot run inside a Ray worker: the driver traces first, with a
+    line about time, and no Dojo opens before (issue 16, defect 2)."""
+    repo = _repo(tmp_path)
+    assert main(_leandojo_args(repo, tmp_path / "out")) == 0
+    assert lean.events[0] == f"trace {repo.resolve()}" and lean.events[1].startswith("enter ")
+    assert len(lean.traces) == 1
+    said = capsys.readouterr().out
+    assert "tracing 1 repository ahead" in said and "hours for one that depends on Mathlib" in said
+
+
+def test_help_and_readme_state_the_preconditions_commands_and_time(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["prove-sorries", "--help"])
+    assert done.value.code == 0
+    said = " ".join(capsys.readouterr().out.split())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for text in (said, readme):
+        for needed in ("lakefile at the root of its git repository", "everything committed",
+                       "git 2.25", "GITHUB_ACCESS_TOKEN", "DISABLE_REMOTE_CACHE", "lake exe cache get",
+                       "prover prove-sorries PROJECT --env leandojo", "hours", "lean_dojo.check_proof"):
+            assert needed in text, needed

@@ -139,10 +139,13 @@ def test_time_budget_edge_and_time_split(abcde):
         assert set(premises.contexts) == {ctx}
         return r
     # Expansions start at 0, 10, 20 and 30 (fake seconds): the fourth finds the proof at 40.
-    r = run(35.0)
+    r = run(41.0)
     assert r.status == "proved" and r.expansions == 4
     assert (r.times.retrieval_s, r.times.generation_s, r.times.total_s) == (4.0, 36.0, 40.0)
     assert r.times.environment_s == 0.0 and r.times.other_s == 0.0
+    # The fourth expansion began within budget, but its tactics would start at 40 s > 35 s.
+    r = run(35.0)
+    assert (r.status, r.stop_reason, r.expansions, r.tree.tactics_tried) == ("failed", "timeout", 4, 7)
     r = run(30.0)
     assert (r.status, r.stop_reason, r.expansions) == ("failed", "timeout", 3)
     assert r.times.total_s == 30.0
@@ -182,3 +185,37 @@ def test_config_is_checked():
         SearchConfig(max_expansions=0)
     with pytest.raises(ValueError, match="timeout_s"):
         SearchConfig(timeout_s=0)
+
+
+def test_search_clock_starts_after_the_env_is_open(abcde):
+    """An env that takes long to open (LeanDojo tracing or elaborating the file) must not eat
+    the search budget: start-up has its own limit, in the env (issue 16, defect 3)."""
+    clock = FakeClock()
+
+    class SlowToOpen(ReplayEnv):
+        def open(self):
+            clock.now += 1000.0  # start-up far beyond the search budget
+            super().open()
+
+    r = best_first_search(SlowToOpen(abcde), NoPremises(), TimedTactics(ScriptedTactics(), clock, 9.0),
+                          SearchConfig(timeout_s=41.0), clock=clock)
+    assert (r.status, r.expansions) == ("proved", 4)  # the same search as with an instant env
+    assert (r.times.environment_s, r.times.generation_s, r.times.total_s) == (1000.0, 36.0, 1036.0)
+
+
+def test_an_expansion_stops_trying_tactics_when_the_budget_is_spent(abcde):
+    """Each tactic may take up to the env's per-tactic timeout; the search budget is separate and
+    is also checked between the tactics of one expansion (issue 16, defect 7)."""
+    clock = FakeClock()
+
+    class TenSecondTactics(ReplayEnv):
+        def run_tactic(self, state, tactic):
+            clock.now += 10.0
+            return super().run_tactic(state, tactic)
+
+    tactics = ScriptedTactics()
+    r = best_first_search(TenSecondTactics(abcde), NoPremises(), tactics, SearchConfig(timeout_s=15.0),
+                          clock=clock)
+    # The root's first two tactics start at 0 and 10 s; the third would start at 20 s > 15 s.
+    assert (r.status, r.stop_reason, r.expansions, r.tree.tactics_tried) == ("failed", "timeout", 1, 2)
+    assert r.times.total_s == 20.0 and tactics.expanded == ["⊢ A"]

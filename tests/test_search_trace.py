@@ -22,6 +22,7 @@ from prover.env import leandojo_env
 class Repo:
     def __init__(self, url, commit):
         self.url, self.commit = url, commit
+        self.is_lean4 = url == "https://github.com/leanprover/lean4"  # lean_dojo's LEAN4_URL
 
 
 class Tac:
@@ -48,8 +49,12 @@ class Thm:
 
 
 class File:
-    def __init__(self, path, premises):
-        self.path, self.premises = path, premises
+    def __init__(self, path, premises, imports=()):
+        self.path, self.premises, self.imports = path, premises, list(imports)
+
+    def get_direct_dependencies(self, repo):  # (module, path) per import, Init included
+        return [("Init", ".lake/packages/lean4/src/lean/Init.lean")] + [
+            (p.removesuffix(".lean").replace("/", "."), p) for p in self.imports]
 
     def get_premise_definitions(self):
         return self.premises
@@ -156,6 +161,7 @@ def test_cli_traces_through_lean_dojo(tmp_path, monkeypatch, capsys):
     class FakeLeanGitRepo:
         def __init__(self, url, commit):
             calls.append(("LeanGitRepo", url, commit))
+            self.url, self.commit = url, commit
 
     def fake_trace(repo, dst_dir=None, build_deps=True):  # lean_dojo.trace's signature
         calls.append(("trace", type(repo).__name__, dst_dir, build_deps))
@@ -176,3 +182,100 @@ def test_cli_traces_through_lean_dojo(tmp_path, monkeypatch, capsys):
     assert json.loads((out / "random" / "split.json").read_text())["sizes"] == {"train": 8, "val": 1, "test": 1}
     assert main(["data", "trace", "o/proj", "a" * 40, "--out", str(out)]) == 2  # out is not empty
     assert "not empty" in capsys.readouterr().err
+
+
+def test_trace_records_what_the_user_gave_and_skip_what_cannot_be_used(tmp_path, monkeypatch, capsys):
+    """As lean-dojo 4.20.0 hands it back: the traced repo reloaded from its cache folder
+    (`LeanGitRepo.from_path`, traced_data.py:1186), Lean-core theorems included, no file graph
+    without dependencies (`traced_files_graph` is None), and a state over 50,000 characters."""
+    import lean_dojo
+    user_url, full = "https://github.com/o/proj", "a" * 40
+    cached = Repo("/root/.cache/lean_dojo/o-proj-" + full + "/proj", full)  # not what the user gave
+    lean4 = Repo("https://github.com/leanprover/lean4", "c" * 40)
+    files = [File("Proj/B.lean", [premise("Proj.c", 4)], imports=["Proj/A.lean"]),
+             File("Proj/A.lean", [premise("Proj.a", 5)])]
+    theorems = [
+        Thm(cached, "Proj/B.lean", "Proj.c", (4, 1), (6, 10), [Tac("rfl", "⊢ 1 = 1")]),
+        Thm(cached, "Proj/A.lean", "Proj.long", (8, 1), (9, 10),
+            [Tac("simp", "⊢ " + "x" * 60_000), Tac("rfl", "⊢ 2 = 2")]),
+        Thm(lean4, "src/lean/Init/Core.lean", "Nat.core", (1, 1), (1, 9), [Tac("rfl", "⊢ 0 = 0")]),
+    ] + [Thm(cached, "Proj/A.lean", f"Proj.t{i}", (20 + i, 1), (20 + i, 30), [Tac("simp", f"⊢ {i} = {i}")])
+         for i in range(3)]
+    traced = types.SimpleNamespace(repo=cached, dependencies={"lean4": lean4}, traced_files=files,
+                                   traced_files_graph=None, get_traced_theorems=lambda: theorems)
+
+    class FakeLeanGitRepo:  # expands a short hash, as LeanGitRepo does for a commit it can resolve
+        def __init__(self, url, commit):
+            assert full.startswith(commit)
+            self.url, self.commit = url, full
+
+    monkeypatch.setattr(lean_dojo, "LeanGitRepo", FakeLeanGitRepo)
+    monkeypatch.setattr(lean_dojo, "trace", lambda repo, dst_dir=None, build_deps=True: traced)
+    monkeypatch.setattr(leandojo_env, "lean_toolchain_available", lambda: True)
+    out = tmp_path / "ds"
+    assert main(["data", "trace", "o/proj", "aaaaaaa", "--out", str(out), "--no-build-deps",
+                 "--n-val", "1", "--n-test", "1"]) == 0
+    records = [r for part in ("train", "val", "test")
+               for r in json.loads((out / "random" / f"{part}.json").read_text())]
+    assert {(r["url"], r["commit"]) for r in records} == {(user_url, full)}
+    assert sorted(r["full_name"] for r in records) == ["Proj.c", "Proj.long", "Proj.t0", "Proj.t1", "Proj.t2"]
+    long = next(r for r in records if r["full_name"] == "Proj.long")
+    assert [t["tactic"] for t in long["traced_tactics"]] == ["rfl"]  # the over-long state's tactic left out
+    meta = json.loads((out / "metadata.json").read_text())
+    assert (meta["url"], meta["commit"], meta["theorems"]) == (user_url, full, 5)
+    assert meta["skipped"] == {"Lean-core theorems": 1, "tactics with a state over 50,000 characters": 1}
+    rows = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
+    assert [(r["path"], r["imports"]) for r in rows] == [("Proj/A.lean", []), ("Proj/B.lean", ["Proj/A.lean"])]
+
+
+def _git(cwd, *args):
+    import subprocess
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_trace_preflight_says_in_one_line_what_lean_dojo_would_fail_on(tmp_path, monkeypatch, capsys):
+    """Before hours of tracing: the commit is HEAD, the tree committed, the lakefile at the git
+    root (issue 16, defect 5); and the network settings lean-dojo acts on are said."""
+    import lean_dojo
+    traced = []
+    monkeypatch.setattr(lean_dojo, "LeanGitRepo", lambda url, commit: types.SimpleNamespace(url=url, commit=commit))
+    monkeypatch.setattr(lean_dojo, "trace", lambda repo, dst_dir=None, build_deps=True:
+                        traced.append(repo.commit) or fake_traced_repo())
+    monkeypatch.setattr(leandojo_env, "lean_toolchain_available", lambda: True)
+    monkeypatch.delenv("GITHUB_ACCESS_TOKEN", raising=False)
+    monkeypatch.delenv("DISABLE_REMOTE_CACHE", raising=False)
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    (repo / "lakefile.lean").write_text("import Lake\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "A.lean").write_text("theorem a : True := trivial\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "two")
+    head = _git(repo, "rev-parse", "HEAD")
+
+    def run(commit, out):
+        code = main(["data", "trace", str(repo), commit, "--out", str(tmp_path / out), "--n-val", "1",
+                     "--n-test", "1"])
+        return code, capsys.readouterr()
+
+    code, cap = run(first[:9], "a")
+    assert code == 2 and f"commit {first[:9]} is not HEAD ({head[:12]}) of {repo.resolve()}" in cap.err
+    (repo / "B.lean").write_text("-- new\n")
+    code, cap = run(head, "b")
+    assert code == 2 and "uncommitted changes in B.lean: lean-dojo traces the commit" in cap.err
+    (repo / "B.lean").unlink()
+    code, cap = run(head[:7], "c")
+    assert code == 0 and traced == [head[:7]]
+    assert "GITHUB_ACCESS_TOKEN is not set" in cap.out and "DISABLE_REMOTE_CACHE is not set" in cap.out
+    assert f"{repo.resolve()} at {head[:12]}: HEAD, committed, lakefile at the root" in cap.out
+
+
+def test_git_older_than_lean_dojo_needs_is_refused():
+    from prover.env.preflight import PreflightError, check_git_version
+    assert check_git_version("git version 2.39.2\n") == "2.39.2"
+    with pytest.raises(PreflightError, match=r"^git 2\.20\.1 is too old: lean-dojo needs git 2\.25\.0"):
+        check_git_version("git version 2.20.1")

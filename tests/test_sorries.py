@@ -297,3 +297,16 @@ def test_a_replay_proof_becomes_a_minimal_patch(project, found):
     after = (project / BASIC).read_text().splitlines()
     assert after[:15] == before[:15] and after[17:] == before[16:]
     assert after[15:17] == ["  · clear hq", "    exact hp"]
+
+
+@pytest.mark.parametrize("header, name", [
+    ("theorem foo.{u}", "A.foo"),
+    ("theorem foo.{u, v}", "A.foo"),
+    ("theorem Nat.foo.{u}", "A.Nat.foo"),
+    ("theorem «my thm».{u}", "A.«my thm»"),
+])
+def test_universe_parameters_are_not_part_of_the_name(header, name):
+    """`theorem foo.{u}` declares `foo`: LeanDojo looks theorems up by their name alone."""
+    text = f"namespace A\n{header} (α : Sort u) (a : α) : a = a := by sorry\nend A\n"
+    (f,) = find_in_text(text, "T.lean")
+    assert (f.name, f.whole_proof) == (name, True)

@@ -2,13 +2,37 @@
 from __future__ import annotations
 
 import argparse
-import os
+import dataclasses
 import sys
 from pathlib import Path
 
 
 
+REAL_RUN = """\
+A real run (--env leandojo) needs:
+  - a Lean 4 toolchain (elan, or lake and lean on PATH) and git 2.25 or newer;
+  - the project with its lakefile at the root of its git repository (a project in a subfolder
+    is refused), and everything committed: LeanDojo traces the HEAD commit, not the files;
+  - the network, or its settings: lean-dojo calls the GitHub API even for a local repository
+    (set GITHUB_ACCESS_TOKEN) and looks for a traced copy in its remote cache first (set
+    DISABLE_REMOTE_CACHE=1 offline).
+
+Commands:
+  git -C PROJECT status --short        # must print nothing
+  prover prove-sorries PROJECT --env leandojo --generator MODEL [--write]
+
+Time: the project is traced once, before any search (cached for later runs): minutes for a
+small project, hours for one that depends on Mathlib, whose build cache is fetched with
+`lake exe cache get` rather than compiled. Then each whole-proof sorry gets a search of up to
+search.timeout_s (600 s; each tactic env.leandojo.timeout, 60 s), and each proof found is
+re-checked in its file with lean_dojo.check_proof before it goes into the patch.
+"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = "Find the sorry proofs of a Lean project, attempt each, and patch in the proofs."
+    p.epilog = REAL_RUN
     p.add_argument("path", help="a Lean project folder (a git repository for --env leandojo) or one .lean file")
     p.add_argument("--env", choices=["leandojo", "replay"], required=True,
                    help="leandojo (Lean) or replay (a simulator fed traced proofs: --replay-traces)")
@@ -35,8 +59,10 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
                                           retriever_spec)
     from prover.search.settings import SearchBenchmarkConfig, as_object
     from prover.sorries.find import find_sorries
-    from prover.sorries.prove import (git_repo, prove_sorries, skip_reason, sorry_theorem,
-                                      uncommitted, write_report)
+    from prover.env.preflight import preflight
+    from prover.env.trace_ahead import trace_ahead
+    from prover.sorries.project import check_project
+    from prover.sorries.prove import prove_sorries, skip_reason, sorry_theorem, write_report
     from retriever.base import TheoremContext
 
     path = Path(args.path)
@@ -55,17 +81,23 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     sorries = find_sorries(path)
     todo = [s for s in sorries if skip_reason(s) is None]
     env = env_spec(cfg)
+    lean_project = None
     if cfg.env.name == "leandojo":
-        top, commit = git_repo(root)
-        prefix = os.path.relpath(root.resolve(), top.resolve())
-        prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
-        dirty = uncommitted(top, [root / s.file for s in todo])
-        if dirty:
-            raise ValueError(f"uncommitted changes in {', '.join(dirty)}: LeanDojo opens theorems at the "
-                             f"commit ({commit[:12]}), so commit first")
+        # Before any long work: the lakefile at the git root, and every file committed (LeanDojo
+        # builds the commit, and each file it may patch must be the one it proved against).
+        lean_project = check_project(path)
+        for line in preflight():  # git version, network and cache settings: one line each
+            print(line)
+        leandojo_cfg = env.leandojo
+        if lean_project.uses_mathlib and leandojo_cfg.build_deps:
+            # lean-dojo runs `lake exe cache get` when it does not build dependencies itself.
+            print("Mathlib is a dependency: its build cache is fetched (lake exe cache get) "
+                  "instead of compiling it (env.leandojo.build_deps=false)")
+            leandojo_cfg = dataclasses.replace(leandojo_cfg, build_deps=False)
 
         def make_env(s):
-            return LeanDojoEnv(sorry_theorem(s, str(top), commit, prefix), env.leandojo)
+            return LeanDojoEnv(sorry_theorem(s, str(lean_project.top), lean_project.commit,
+                                             lean_project.prefix), leandojo_cfg)
     else:
         if not args.replay_traces:
             raise ValueError("--env replay needs --replay-traces: the traced proofs the simulator replays")
@@ -75,13 +107,21 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
             # A theorem without a record opens no env: it is reported as an error.
             return ReplayEnv(traced.get(s.name) or sorry_theorem(s, "", ""), env.replay)
 
+    if lean_project is not None and todo:
+        # Before any search: on a cache miss a Dojo would trace (hours) inside the first search.
+        trace_ahead([(str(lean_project.top), lean_project.commit)], leandojo_cfg.build_deps,
+                    progress=cfg.progress)
     premises = retriever_spec(cfg).build() if todo else None
     tactics = generator_spec(cfg).build() if todo else None
     attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
                              context=lambda s: TheoremContext(s.file, (s.line, s.column + 1)),
                              progress=cfg.progress)
+    if lean_project is not None:
+        check_note = recheck_in_lean(attempts, lean_project)
+    else:
+        check_note = "proofs not re-checked in Lean: the replay env is a simulator"
     out = Path(args.out or Path("runs/prove-sorries") / root.resolve().name)
-    report = write_report(root, attempts, out, cfg.env.name, args.write)
+    report = write_report(root, attempts, out, cfg.env.name, args.write, check_note)
     c = report["counts"]
     print(f"{report['env_label']}\n{len(sorries)} sorries: proved {c['proved']}, failed {c['failed']}, "
           f"errors {c['error']}, skipped {c['skipped']}")
@@ -89,5 +129,23 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
         print(f"patch: {report['patch']} (apply from {root} with `git apply` or `patch -p1`)")
     for f in report["patched_files"]:
         print(f"wrote {f}")
+    print(report["check"])
     print(f"report: {out / 'report.md'}")
     return 0
+
+
+def recheck_in_lean(attempts: list, project) -> str:
+    """Re-check every proof found with `lean_dojo.check_proof`; one line for the report."""
+    import lean_dojo
+
+    from prover.sorries.check import CHECKED, REJECTED, UNCHECKED, recheck_proofs
+
+    def theorem_of(s):
+        repo = lean_dojo.LeanGitRepo(str(project.top), project.commit)
+        return lean_dojo.Theorem(repo, Path(project.prefix + s.file), s.name)
+
+    n = recheck_proofs(attempts, lean_dojo.check_proof, theorem_of)
+    if not sum(n.values()):
+        return "no proof to re-check with lean_dojo.check_proof"
+    return (f"re-checked with lean_dojo.check_proof: {n[CHECKED]} accepted, {n[REJECTED]} rejected "
+            f"(not patched), {n[UNCHECKED]} could not be checked")

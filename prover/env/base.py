@@ -70,7 +70,7 @@ class EnvInitError(EnvCrash):
 class EnvFailure:
     """A failure the env survived (or died of), kept so result files can report it."""
 
-    kind: str  # "crash", "timeout" or "init"
+    kind: str  # "crash", "timeout", "init" or "error" (lean-dojo raised on a tactic's answer)
     message: str
     tactic: str | None = None
     recovered: bool = True

@@ -12,14 +12,24 @@ What lean-dojo gives us (read from its `interaction/dojo.py`):
   Lean is then still busy with that tactic and its late answer would be read as the answer to
   the next request, so after a timeout we restart the Dojo before running anything else.
 
+lean-dojo also raises exceptions that are not its own (read from dojo.py, trace.py, utils.py):
+`AssertionError` (a missing Lean4Repl.lean, an error or "no goals" at start-up, a goal text
+`TacticState` cannot parse), `json.JSONDecodeError` (start-up output that is not JSON),
+`subprocess.CalledProcessError` (`lake build` while tracing) and `urllib.error.URLError` (the
+GitHub API). They are mapped where they are raised: while opening, to `EnvInitError`; from a
+tactic, to a recorded failure and a `TacticError` (the REPL answered, so it is still in step).
+
 A restart loses every state id Lean handed out. Each of our states remembers its parent and
 the tactic that made it, so after a restart a state is rebuilt by replaying its path.
 `lean_dojo` is imported on first use: this module imports (and its tests run) without Lean.
 """
 from __future__ import annotations
 
+import json
 import logging
 import shutil
+import subprocess
+import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -42,6 +52,18 @@ from prover.env.base import (
 )
 
 log = logging.getLogger(__name__)
+
+# What lean-dojo raises besides its own Dojo*Error classes (see the module docstring). OSError
+# covers URLError and a missing `lake`/`git`; ValueError covers JSONDecodeError.
+NON_DOJO_ERRORS: tuple[type[BaseException], ...] = (
+    AssertionError, json.JSONDecodeError, subprocess.CalledProcessError, urllib.error.URLError,
+    OSError, ValueError, RuntimeError)
+
+
+def describe_error(e: BaseException) -> str:
+    """One line naming the exception's type: an AssertionError often has no message."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def lean_toolchain_available(path: str | None = None) -> bool:
@@ -67,8 +89,12 @@ class TheoremRef(Protocol):
 
 @dataclass
 class LeanDojoConfig:
-    # Seconds Lean may take per interaction (Dojo's `timeout`; lean-dojo's default is 600).
-    timeout: int = 600
+    # Seconds Lean may take per tactic (pexpect's timeout on the REPL once it is open). Apart
+    # from the search's whole budget (search.timeout_s), which is checked before each tactic.
+    timeout: int = 60
+    # Seconds Lean may take to elaborate the file up to the theorem and hand out its first
+    # state (Dojo's own `timeout` while opening). Tracing is not bounded by it: trace ahead.
+    startup_timeout: int = 600
     # Dojo restarts allowed per failing call (a crash, then a restart, then a retry) before
     # the env gives up with EnvCrash.
     max_restarts: int = 1
@@ -158,13 +184,20 @@ class LeanDojoEnv(ProofEnv):
         """Start one Dojo process; returns Lean's initial state. Crashes propagate."""
         ld = _lean_dojo()
         cfg = self.config
-        dojo = ld.Dojo(self._make_entry(), timeout=cfg.timeout,
+        dojo = ld.Dojo(self._make_entry(), timeout=cfg.startup_timeout,
                        additional_imports=list(cfg.additional_imports), build_deps=cfg.build_deps)
         try:
             _, init = dojo.__enter__()
         except ld.DojoInitError as e:
             _exit_quietly(dojo)
             raise EnvInitError(f"leandojo: cannot open {self.theorem.full_name}: {e}") from e
+        except ld.DojoCrashError:
+            _exit_quietly(dojo)
+            raise
+        except NON_DOJO_ERRORS as e:  # this theorem cannot be opened; the run goes on
+            _exit_quietly(dojo)
+            raise EnvInitError(f"leandojo: cannot open {self.theorem.full_name}: "
+                               f"{describe_error(e)}") from e
         except BaseException:
             _exit_quietly(dojo)  # a half-started REPL process must not outlive us
             raise
@@ -172,6 +205,9 @@ class LeanDojoEnv(ProofEnv):
             _exit_quietly(dojo)
             raise EnvInitError(f"leandojo: {self.theorem.full_name} opened on "
                                f"{type(init).__name__}, not a tactic state")
+        # Dojo reads each answer with its pexpect process's default timeout, which it set to
+        # the start-up limit: tactics get theirs from here on.
+        dojo.proc.timeout = cfg.timeout
         self._dojo = dojo
         self._needs_restart = False
         return init
@@ -218,6 +254,12 @@ class LeanDojoEnv(ProofEnv):
                 self._record("crash", str(e) or type(e).__name__, tactic,
                              recovered=attempt < self.config.max_restarts)
                 continue
+            except NON_DOJO_ERRORS as e:
+                # Lean answered (the line was read) but lean-dojo could not take the answer,
+                # e.g. a goal `TacticState` cannot parse: this tactic fails, the REPL is fine.
+                message = f"lean-dojo raised {describe_error(e)}"
+                self._record("error", message, tactic)
+                return TacticError(message)
             return self._convert(result, state.id, tactic)
         self._give_up(f"leandojo: Dojo for {self.theorem.full_name} crashed "
                       f"{self.config.max_restarts + 1} times running {tactic!r}: "
@@ -254,6 +296,8 @@ class LeanDojoEnv(ProofEnv):
                 result = self._dojo.run_tac(self._lean[parent], tactic)
             except ld.DojoTacticTimeoutError as e:
                 raise _Restart(f"timed out rebuilding state {node} after a restart") from e
+            except NON_DOJO_ERRORS as e:
+                raise _Restart(f"rebuilding state {node} after a restart: {describe_error(e)}") from e
             if not (isinstance(result, ld.TacticState)
                     and normalize_ws(result.pp) == normalize_ws(self._texts[node])):
                 raise _Restart(f"state {node} could not be rebuilt after a restart")

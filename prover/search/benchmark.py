@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from prover.data.jsonio import write_json
+from prover.env.base import ENV_LEANDOJO
+from prover.env.trace_ahead import trace_ahead
 from prover.search.batching import BatchingConfig
 from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
                                       retriever_spec)
@@ -161,6 +163,9 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
              name, len(tasks), len(tasks) - len(todo), len(todo), cfg.env.name, cfg.retriever.name)
     stats: dict[str, Any] = {}
     if todo:
+        if cfg.env.name == ENV_LEANDOJO:  # tracing cannot run in a Ray worker: do it first, here
+            trace_ahead({(t.theorem.url, t.theorem.commit) for t in todo}, env.leandojo.build_deps,
+                        progress=cfg.progress)
         session.ensure()
         fleet = None
         t0 = time.perf_counter()

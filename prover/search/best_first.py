@@ -8,12 +8,16 @@ before in this search adds an open node; a state seen before (compared whitespac
 adds nothing, so the tree stays a tree and no state is expanded twice.
 
 Budgets are checked before each expansion, as ReProver does: a search stops when it has
-expanded `max_expansions` nodes or spent `timeout_s` seconds. An expansion begun within budget
-runs all its tactics, so a proof found at the budget's edge is a proof (and a search can
-overrun its time budget by up to one expansion). Time is split into retrieval, generation and
+expanded `max_expansions` nodes or spent `timeout_s` seconds since its environment opened. The
+time budget is also checked before each tactic: one expansion of 64 tactics, each allowed the
+env's own per-tactic timeout, must not run 64 times that. A tactic begun within budget runs to
+its end, so a proof found at the budget's edge is a proof (and a search can overrun its budget
+by up to one tactic's timeout). Time is split into retrieval, generation and
 environment; whatever is left (bookkeeping) is the rest.
 
-Only environment crashes end a search as an error. A failing premise or tactic source (a dead
+Only environment failures end a search as an error: an env's own exception that is not an
+EnvCrash (an adapter that missed one of its library's exceptions) is one too, so one theorem
+never ends a run. A failing premise or tactic source (a dead
 actor, say) raises: the theorem did nothing wrong, and the caller may retry it elsewhere.
 """
 from __future__ import annotations
@@ -40,7 +44,9 @@ PROVED, FAILED, ERROR = "proved", "failed", "error"
 class SearchConfig:
     num_tactics: int = 64  # tactics generated per expansion
     max_expansions: int | None = None  # node budget (None: time only)
-    timeout_s: float = 600.0  # time budget per theorem, environment start included
+    # Time budget per theorem, counted from when the environment is open: start-up (tracing,
+    # elaborating the file) has its own limit in the env's settings.
+    timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.num_tactics <= 0:
@@ -127,7 +133,7 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
     times = result.times
     try:
         try:
-            env.open()
+            _env_call(env.open)
         except EnvCrash as e:  # EnvInitError included
             result.status, result.env_started = ERROR, False
             result.stop_reason, result.error = "env_start", e.message
@@ -135,7 +141,8 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
         finally:
             times.environment_s += clock() - t0
         try:
-            _search(env, premises, tactics, cfg, context, clock, t0, result)
+            # The budget starts now: an env that took long to open leaves the search its time.
+            _search(env, premises, tactics, cfg, context, clock, clock(), result)
         except EnvCrash as e:
             result.status, result.stop_reason, result.error = ERROR, "env_crash", e.message
     finally:
@@ -145,6 +152,17 @@ def best_first_search(env: ProofEnv, premises: PremiseSource, tactics: TacticSou
             times.total_s = clock() - t0
             result.env_failures = [asdict(f) for f in env.failures]
     return result
+
+
+def _env_call(call: Callable[..., Any], *args: Any) -> Any:
+    """Call the env; any exception it lets out becomes an EnvCrash, recorded for this theorem."""
+    try:
+        return call(*args)
+    except EnvCrash:
+        raise
+    except Exception as e:
+        text = " ".join(str(e).split())
+        raise EnvCrash(f"{type(e).__name__}: {text}" if text else type(e).__name__) from e
 
 
 def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: SearchConfig,
@@ -181,10 +199,12 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
                     continue
                 if len(tried) >= cfg.num_tactics:
                     break
+                if clock() - t0 >= cfg.timeout_s:
+                    raise _Stop("timeout")
                 tried.add(key)
                 t = clock()
                 try:
-                    outcome = env.run_tactic(node.state, s.tactic)
+                    outcome = _env_call(env.run_tactic, node.state, s.tactic)
                 finally:
                     times.environment_s += clock() - t
                     tree.tactics_tried += 1

@@ -192,7 +192,14 @@ def _close_scope(scopes: list[tuple[str, str]], name: str | None) -> None:
 
 def _decl_name(code: str, i: int) -> str:
     m = _NAME.match(code, i)
-    return m.group(1) if m else ""
+    if not m:
+        return ""
+    name = m.group(1)
+    # `theorem foo.{u, v}`: the universe parameters follow `.{`; the name (what LeanDojo looks
+    # theorems up by) is `foo`, without the dot.
+    if name.endswith(".") and code.startswith("{", m.end()):
+        name = name[:-1]
+    return name
 
 
 def _full_name(scopes: list[tuple[str, str]], name: str) -> str:

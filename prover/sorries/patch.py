@@ -60,6 +60,14 @@ def render_replacement(found: FoundSorry, tactics: Sequence[str]) -> str:
     raise ValueError(f"unknown sorry context {found.context!r}")
 
 
+def standalone_proof(tactics: Sequence[str]) -> str:
+    """The tactics as a whole proof term (`by` and an indented block), as
+    `lean_dojo.check_proof` puts it after the theorem's `:=`."""
+    if not tactics:
+        raise ValueError("no tactics")
+    return "by\n  " + _block(tactics, 2, "\n")
+
+
 def make_patch(found: FoundSorry, tactics: Sequence[str]) -> SorryPatch:
     return SorryPatch(found, render_replacement(found, tactics))
 

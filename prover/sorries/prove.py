@@ -7,14 +7,15 @@ becomes a patch that replaces exactly that `sorry` token (`prover.sorries.patch`
 the file stays byte for byte as it was.
 
 In Lean, theorems are opened at the repository's current commit (LeanDojo reads commits, not
-working trees), so files with sorries must have no uncommitted changes. With `--env replay`
+working trees), so the repository must have no uncommitted changes (prover.sorries.project
+checks that, and that the lakefile is at the git root, before any work); each proof found is
+re-checked in its file with `lean_dojo.check_proof` (prover.sorries.check). With `--env replay`
 the proofs come from traced records (a simulator, for tests): `replay_theorems` maps each
 theorem's full name to its record.
 """
 from __future__ import annotations
 
 import logging
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,12 +43,16 @@ class SorryAttempt:
     reason: str | None = None  # why skipped, or the error
     proof: list[str] | None = None
     search: dict | None = None  # the SearchResult, as JSON
+    # A proof's re-check in the whole file (prover.sorries.check): checked, rejected,
+    # "unchecked: why", or None where no re-check applies (the replay simulator, no proof).
+    check: str | None = None
 
     def to_json(self) -> dict:
         s = self.sorry
         return {"file": s.file, "line": s.line, "column": s.column, "name": s.label, "kind": s.kind,
                 "context": s.context, "whole_proof": s.whole_proof, "status": self.status,
-                "reason": self.reason, "proof": self.proof, "search": self.search}
+                "reason": self.reason, "proof": self.proof, "check": self.check,
+                "search": self.search}
 
 
 def skip_reason(found: FoundSorry) -> str | None:
@@ -101,7 +106,7 @@ def counts(attempts: Sequence[SorryAttempt]) -> dict[str, int]:
 
 
 def write_report(root: Path, attempts: Sequence[SorryAttempt], out_dir: Path, env: str,
-                 write_files: bool) -> dict:
+                 write_files: bool, check_note: str | None = None) -> dict:
     """The patch (or patched copies), report.json and report.md under `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     patches = patches_of(attempts)
@@ -117,7 +122,8 @@ def write_report(root: Path, attempts: Sequence[SorryAttempt], out_dir: Path, en
         "root": str(root), "env": env,
         "env_label": "env: replay (simulator: proofs replay traced tactics; not Lean)" if env == ENV_REPLAY
         else f"env: {env}",
-        "counts": counts(attempts), "patch": str(patch_path) if patches else None,
+        "counts": counts(attempts), "check": check_note,
+        "patch": str(patch_path) if patches else None,
         "patched_files": written, "sorries": [a.to_json() for a in attempts],
     }
     write_json(out_dir / "report.json", report)
@@ -129,34 +135,10 @@ def report_markdown(report: dict) -> str:
     c = report["counts"]
     lines = [f"# prove-sorries: {report['root']}", "", f"{report['env_label']}", "",
              f"proved {c['proved']}, failed {c['failed']}, errors {c['error']}, skipped {c[SKIPPED]}", "",
+             *([report["check"], ""] if report.get("check") else []),
              "| file:line | theorem | status | proof / reason |", "|---|---|---|---|"]
     for s in report["sorries"]:
         detail = " ⏎ ".join(s["proof"]) if s["proof"] else (s["reason"] or "")
         detail = detail.replace("|", "\\|").replace("\n", " ⏎ ")
         lines.append(f"| {s['file']}:{s['line']} | {s['name']} | {s['status']} | {detail} |")
     return "\n".join(lines) + "\n"
-
-
-# -- the repository LeanDojo opens -----------------------------------------------------------
-
-def git_repo(path: Path) -> tuple[Path, str]:
-    """(top-level folder, HEAD commit) of the git repository holding `path`."""
-    where = path if path.is_dir() else path.parent
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=where, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
-                                text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise ValueError(f"{path} is not in a git repository with a commit: LeanDojo opens theorems "
-                         f"at a commit ({e})") from None
-    return Path(top), commit
-
-
-def uncommitted(top: Path, files: Sequence[Path]) -> list[str]:
-    """Which of `files` differ from HEAD (LeanDojo would not see those changes)."""
-    if not files:
-        return []
-    out = subprocess.run(["git", "status", "--porcelain", "--", *map(str, files)], cwd=top,
-                         capture_output=True, text=True, check=True).stdout
-    return [line[3:] for line in out.splitlines() if line.strip()]
