@@ -225,7 +225,7 @@ def test_uncommitted_changes_anywhere_in_the_repository_are_refused(tmp_path, le
         f.write("\n-- changed\n")
     assert main(_leandojo_args(repo, tmp_path / "out")) == 2
     err = capsys.readouterr().err
-    assert f"uncommitted changes in {rel}: LeanDojo traces the commit" in err
+    assert f"uncommitted changes in {rel}: lean-dojo traces the commit" in err
     assert lean.opened == [] and lean.traces == []
 
 

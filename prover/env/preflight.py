@@ -27,7 +27,7 @@ class PreflightError(ValueError):
 
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=True).stdout.strip()
+                          check=True).stdout.rstrip("\n")
 
 
 def check_git_version(output: str | None = None) -> str:
@@ -49,6 +49,37 @@ def check_git_version(output: str | None = None) -> str:
     return ".".join(m.groups())
 
 
+def uncommitted(top: Path, files: list[Path] | None = None) -> list[str]:
+    """Paths (relative to `top`) that differ from HEAD, untracked files included: every file
+    of the repository when `files` is None, since lean-dojo builds the whole commit."""
+    args = ["status", "--porcelain", "--untracked-files=all"]
+    if files is not None:
+        if not files:
+            return []
+        args += ["--", *map(str, files)]
+    return [line[3:] for line in _git(top, *args).splitlines() if line.strip()]
+
+
+def require_committed(top: Path, commit: str) -> None:
+    """Nothing in the repository differs from the commit lean-dojo will clone and build."""
+    dirty = uncommitted(top)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise PreflightError(f"uncommitted changes in {shown}: lean-dojo traces the commit "
+                             f"({commit[:12]}), not the working tree; commit first")
+
+
+def require_lakefile_at_root(top: Path) -> None:
+    """lean-dojo clones the repository and runs `lake build` at its root."""
+    if any((top / name).exists() for name in LAKEFILES):
+        return
+    found = [str(p.parent) for name in LAKEFILES for p in top.glob(f"*/**/{name}") if ".lake" not in p.parts]
+    where = f" (found {found[0]})" if found else ""
+    raise PreflightError(f"no lakefile.lean or lakefile.toml at the git root {top}{where}: lean-dojo "
+                         f"builds the repository from its root with lake, so a Lean project in a "
+                         f"subfolder cannot be traced; make the project folder its own git repository")
+
+
 def check_local_repo(path: Path, commit: str) -> str:
     """A local repository lean-dojo can trace at `commit`; returns the full commit hash."""
     try:
@@ -58,9 +89,7 @@ def check_local_repo(path: Path, commit: str) -> str:
     if top != path.resolve():
         raise PreflightError(f"{path} is a subfolder of the git repository {top}: lean-dojo "
                              f"traces a repository from its root")
-    if not any((top / name).exists() for name in LAKEFILES):
-        raise PreflightError(f"no lakefile.lean or lakefile.toml at the git root {top}: lean-dojo "
-                             f"builds the repository from its root with lake")
+    require_lakefile_at_root(top)
     try:
         full = _git(top, "rev-parse", "--verify", f"{commit}^{{commit}}")
     except subprocess.CalledProcessError:
@@ -70,12 +99,7 @@ def check_local_repo(path: Path, commit: str) -> str:
         raise PreflightError(f"commit {commit} is not HEAD ({head[:12]}) of {top}: lean-dojo traces a "
                              f"local repository only at its checked-out commit; `git checkout "
                              f"{commit}` first")
-    dirty = [ln[3:] for ln in _git(top, "status", "--porcelain", "--untracked-files=all").splitlines()
-             if ln.strip()]
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
-        raise PreflightError(f"uncommitted changes in {shown}: lean-dojo traces the commit "
-                             f"({head[:12]}), not the working tree; commit first")
+    require_committed(top, head)
     return full
 
 

@@ -12,10 +12,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-LAKEFILES = ("lakefile.lean", "lakefile.toml")
+from prover.env.preflight import LAKEFILES, PreflightError, require_committed, require_lakefile_at_root
 
 
-class ProjectError(ValueError):
+class ProjectError(PreflightError):
     """The project cannot be opened by LeanDojo as it is; the message says why and what to do."""
 
 
@@ -44,17 +44,6 @@ def git_repo(path: Path) -> tuple[Path, str]:
     return Path(top), commit
 
 
-def uncommitted(top: Path, files: list[Path] | None = None) -> list[str]:
-    """Paths (relative to `top`) that differ from HEAD, untracked files included: every file
-    of the repository when `files` is None, since LeanDojo builds the whole commit."""
-    args = ["status", "--porcelain", "--untracked-files=all"]
-    if files is not None:
-        if not files:
-            return []
-        args += ["--", *map(str, files)]
-    return [line[3:] for line in _git(top, *args).splitlines() if line.strip()]
-
-
 def depends_on_mathlib(top: Path) -> bool:
     """Whether the project requires Mathlib (its lake manifest, else its lakefile says so)."""
     manifest = top / "lake-manifest.json"
@@ -75,19 +64,8 @@ def check_project(root: Path) -> LeanProject:
     """The repository LeanDojo will trace for the project at `root`, or a ProjectError."""
     top, commit = git_repo(root)
     top = top.resolve()
-    if not any((top / name).exists() for name in LAKEFILES):
-        found = [str(p.parent) for name in LAKEFILES for p in top.glob(f"*/**/{name}")
-                 if ".lake" not in p.parts]
-        where = f" (found {found[0]})" if found else ""
-        raise ProjectError(
-            f"no lakefile.lean or lakefile.toml at the git root {top}{where}: LeanDojo clones the "
-            f"repository and builds it from its root, so a Lean project in a subfolder cannot be "
-            f"traced; make the project folder its own git repository")
-    dirty = uncommitted(top)
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
-        raise ProjectError(f"uncommitted changes in {shown}: LeanDojo traces the commit "
-                           f"({commit[:12]}), not the working tree, so commit first")
+    require_lakefile_at_root(top)
+    require_committed(top, commit)
     rel = os.path.relpath((root if root.is_dir() else root.parent).resolve(), top)
     prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
     return LeanProject(top, commit, prefix, depends_on_mathlib(top))
