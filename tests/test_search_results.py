@@ -11,7 +11,7 @@ from prover.data.errors import DataError
 from prover.search import components
 from prover.search import actors
 from prover.search.actors import gpu_share, resolve_address
-from prover.search.results import (ResultsFile, check_run_info, markdown, summarize_dir,
+from prover.search.results import (ResultsFile, check_run_info, markdown, rate_label, summarize_dir,
                                    summarize_run)
 from prover.search.settings import SearchBenchmarkConfig, TheoremsConfig, resume_settings
 from prover.search.theorems import load_tasks
@@ -193,3 +193,19 @@ def test_committed_throughput_results_are_consistent():
             assert sum(int(k) * v for k, v in r["batch_sizes"].items()) == r["expansions"]
     md = (REPO / "benchmarks/results/search-throughput-cfr.md").read_text()
     assert "env: replay" in md and "pass@1" not in md
+
+
+@pytest.mark.parametrize("env, label", [
+    ("leandojo", "pass@1"), ("replay", "replay proof rate"),
+    (None, "proof rate (env unknown)"), ("", "proof rate (env unknown)"),
+    ("unknown", "proof rate (env unknown)"), ("lean-repl", "proof rate (env lean-repl)"),
+])
+def test_rate_label_gives_pass_at_1_to_lean_only(env, label):
+    assert rate_label(env) == label
+
+
+def test_summary_without_env_is_not_pass_at_1(tmp_path):
+    f = ResultsFile(tmp_path / "old-run" / "results.jsonl")
+    f.append(_rec("a::a", "proved", env=None))
+    md = markdown(summarize_dir(tmp_path))
+    assert "## env: unknown" in md and "| proof rate (env unknown) |" in md and "pass@1" not in md

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prover.data.jsonio import append_jsonl, write_json
-from prover.env.base import ENV_REPLAY
+from prover.env.base import ENV_LEANDOJO, ENV_REPLAY
 from prover.search.best_first import ERROR, PROVED, SearchResult
 from prover.search.theorems import ProofTask, task_json
 
@@ -32,8 +32,15 @@ RUN_INFO = "run.json"
 WORKER_LOST = "worker_lost"  # error kind of a theorem whose workers kept dying: retried on resume
 
 
-def rate_label(env: str) -> str:
-    return "replay proof rate" if env == ENV_REPLAY else "pass@1"
+def rate_label(env: str | None) -> str:
+    """What a proved fraction is called in tables. Only Lean itself (env leandojo) earns
+    "pass@1"; the replay simulator's rate is not one, and an env we do not know (or none
+    recorded, as in old results files) must not be promoted to pass@1 either."""
+    if env == ENV_LEANDOJO:
+        return "pass@1"
+    if env == ENV_REPLAY:
+        return "replay proof rate"
+    return f"proof rate (env {env or 'unknown'})"
 
 
 def make_record(task: ProofTask, result: SearchResult, retriever: str, attempt: int,
@@ -137,7 +144,7 @@ def summarize_run(records: list[dict], expected: int | None = None) -> dict:
     times = [r.get("times", {}) for r in searched]
     return {
         "env": env,
-        "rate_label": rate_label(env) if env else None,
+        "rate_label": rate_label(env),
         "theorems": n,
         "expected": expected,
         "proved": len(proved),
