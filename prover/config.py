@@ -39,6 +39,10 @@ class RetrieverConfig:
     device: str = "auto"
     # key=value overrides of that training config's inference settings, e.g. ["car.k1=20"].
     model_overrides: list[str] = field(default_factory=list)
+    # The `usage` baseline counts the proofs of this training split (under data.root); None:
+    # the evaluated split's strategy's train split, else random/train (retriever/registry.py).
+    usage_split: str | None = None
+    seed: int = 0  # the `random` baseline's seed
 
 
 @dataclass

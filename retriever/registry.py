@@ -34,6 +34,66 @@ def _bm25_plain(corpus: Corpus, cfg: Any) -> Retriever:
     return BM25Retriever(corpus, replace(_bm25_cfg(cfg), tokenizer="plain", fields=["name", "code"]))
 
 
+def _locality(corpus: Corpus, cfg: Any) -> Retriever:
+    from retriever.baselines import LocalityRetriever
+    return LocalityRetriever(corpus)
+
+
+def _random(corpus: Corpus, cfg: Any) -> Retriever:
+    from retriever.baselines import RandomRetriever
+    seed = OmegaConf.select(cfg, "retriever.seed", default=0) if cfg is not None else 0
+    return RandomRetriever(corpus, int(seed))
+
+
+def usage_split(cfg: Any) -> str:
+    """The training split whose proofs `usage` counts: `retriever.usage_split`, else the
+    evaluated split's strategy's train split (novel_premises/test -> novel_premises/train),
+    else random/train (leandojo-real has no train split; its theorems were removed from
+    mathlib-src's train splits)."""
+    from prover.data.dataset import Dataset
+    chosen = OmegaConf.select(cfg, "retriever.usage_split", default=None)
+    if chosen:
+        return str(chosen)
+    split = OmegaConf.select(cfg, "data.split", default=None)
+    own = f"{split.split('/')[0]}/train" if split else None
+    return own if own and Dataset(cfg.data.root).has_split(own) else "random/train"
+
+
+def _usage(corpus: Corpus, cfg: Any) -> Retriever:
+    """Counts training proofs only: the usage split must differ from the evaluated split, and
+    a training theorem that is also in the evaluated split (same file and name, as when a
+    random/train is counted for a novel_premises/test) is left out."""
+    from prover.data.dataset import Dataset
+    from retriever.baselines import UsageRetriever
+    root = OmegaConf.select(cfg, "data.root", default=None) if cfg is not None else None
+    if root is None:
+        raise UserInputError("retriever usage counts a dataset's training proofs: it needs "
+                             "data.root (the dataset folder) in the config")
+    train = usage_split(cfg)
+    evaluated = OmegaConf.select(cfg, "data.split", default=None)
+    if train == evaluated:
+        raise UserInputError(f"retriever.usage_split {train} is the evaluated split "
+                             f"(data.split): usage must count training proofs only")
+    ds = Dataset(root, on_error=OmegaConf.select(cfg, "data.on_error", default="raise"))
+    if not ds.has_split(train):
+        raise UserInputError(f"retriever usage: no split {train} under {root} "
+                             f"(set retriever.usage_split to a training split)")
+    theorems = ds.theorems(train)
+    if evaluated and ds.has_split(evaluated):
+        held_out = {(t.file_path, t.full_name) for t in ds.theorems(evaluated)}
+        theorems = [t for t in theorems if (t.file_path, t.full_name) not in held_out]
+    return UsageRetriever(corpus, theorems)
+
+
+def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
+    """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
+    HybridRetriever is already a generic RRF over any members, so it is reused as is."""
+    def build(corpus: Corpus, cfg: Any) -> Retriever:
+        from retriever.hybrid import HybridRetriever
+        return HybridRetriever([REGISTRY[m](corpus, cfg) for m in members], name="+".join(members))
+    return build
+
+
 def training_config(cfg: Any) -> Any:
     """The retriever training config whose run folder holds the trained models, with the
     benchmark's `retriever.run_dir`, `device` and `model_overrides` applied to it."""
@@ -222,6 +282,13 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "cfr-conventional+car-only": _cfr_car("cfr-conventional", 0.0),
     "reprover": _reprover,
     "hybrid": _hybrid,
+    # Nothing learned: the floor of every table (retriever/baselines.py).
+    "locality": _locality,
+    "usage": _usage,
+    "random": _random,
+    "bm25+locality": _fusion("bm25", "locality"),
+    "bm25+usage": _fusion("bm25", "usage"),
+    "bm25+usage+locality": _fusion("bm25", "usage", "locality"),
 }
 
 

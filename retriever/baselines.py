@@ -1,0 +1,157 @@
+"""Retrievers with nothing learned: the floor every learned row is judged against.
+
+- `locality`: the query file's own premises declared before the theorem, nearest first, then
+  the premises of the files it imports, nearer files (fewer import hops) first.
+- `usage`: premises by how often the training proofs of the query's file used them, the rest
+  (and ties) in locality order.
+- `random`: a seeded random order, a sanity floor.
+
+All three rank only premises accessible to the query's theorem (as BM25 does); a query with
+no context has no file to be local to, so it gets corpus order (locality, usage) or a random
+order over the whole corpus.
+"""
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from prover.data.corpus import Corpus
+from prover.data.pairs import gold_indices
+from prover.data.theorem import Theorem
+from retriever.base import RankedPremise, Retriever, TheoremContext
+
+
+class ContextRetriever(Retriever):
+    """A retriever whose scores depend on the query's theorem context, not on its state."""
+
+    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+        """Scores over the whole corpus, higher is better (accessibility is applied after)."""
+        raise NotImplementedError
+
+    def retrieve(self, states: Sequence[str], k: int,
+                 contexts: Sequence[TheoremContext | None]) -> list[list[RankedPremise]]:
+        if len(states) != len(contexts):
+            raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
+        out = []
+        for state, ctx in zip(states, contexts):
+            scores = self.context_scores(state, ctx).astype(np.float64)
+            if ctx is not None:
+                scores = np.where(self.corpus.accessible_mask(ctx.file_path, ctx.position),
+                                  scores, -np.inf)
+            out.append(self._ranked(scores, k))
+        return out
+
+
+class LocalityRetriever(ContextRetriever):
+    """Own file first (closest preceding declaration first), then files by import distance.
+
+    Order: import distance (BFS hops from the query's file over `imports`; the file itself is
+    0), then, among files at one distance, the order BFS reaches them (following each file's
+    import list in its written order), then, within a file, later declarations first (for the
+    own file that is "nearest to the theorem first"). Scores are `-rank`, so `top_k` keeps
+    exactly this order.
+    """
+
+    name = "locality"
+
+    def __init__(self, corpus: Corpus) -> None:
+        super().__init__(corpus)
+        self._cache: dict[int, np.ndarray] = {}
+        # Declaration order within a file: by end position, as accessibility uses.
+        self._end_key = corpus._end_key
+
+    def file_order(self, file_idx: int) -> np.ndarray:
+        """Each file's BFS discovery rank from `file_idx` (itself 0), unreachable: len(files).
+
+        Discovery rank orders by distance first, since BFS reaches all files at distance d
+        before any at d + 1."""
+        n = len(self.corpus.files)
+        rank = np.full(n, n, dtype=np.int64)
+        rank[file_idx] = 0
+        seen, queue = 1, deque([file_idx])
+        while queue:
+            f = queue.popleft()
+            for g in self.corpus.imports[f]:
+                if rank[g] == n:
+                    rank[g] = seen
+                    seen += 1
+                    queue.append(g)
+        return rank
+
+    def locality_scores(self, ctx: TheoremContext | None) -> np.ndarray:
+        """-rank of every premise in locality order (0 is best); corpus order without context."""
+        n = len(self.corpus)
+        if ctx is None:
+            return -np.arange(n, dtype=np.float64)
+        f = self.corpus.file_index[ctx.file_path]
+        if f not in self._cache:
+            file_rank = self.file_order(f)[self.corpus.premise_file]
+            # lexsort: last key is primary. Later declarations first, then later index
+            # (two premises ending at one position: the later-listed one first).
+            order = np.lexsort((-np.arange(n), -self._end_key, file_rank))
+            scores = np.empty(n, dtype=np.float64)
+            scores[order] = -np.arange(n, dtype=np.float64)
+            self._cache[f] = scores
+        return self._cache[f]
+
+    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+        return self.locality_scores(ctx)
+
+
+def usage_counts(theorems: Iterable[Theorem], corpus: Corpus) -> dict[str, dict[int, int]]:
+    """Per file, how many traced tactics of its theorems used each premise (corpus index).
+
+    Callers pass training theorems only: counting the evaluated split's proofs would hand
+    the baseline the answers."""
+    counts: dict[str, dict[int, int]] = {}
+    for thm in theorems:
+        per_file = counts.setdefault(thm.file_path, {})
+        for tac in thm.traced_tactics:
+            for i in gold_indices(tac, corpus):
+                per_file[i] = per_file.get(i, 0) + 1
+    return counts
+
+
+class UsageRetriever(ContextRetriever):
+    """Premises by their use count in the training proofs of the query's file; ties and
+    never-used premises in locality order."""
+
+    name = "usage"
+
+    def __init__(self, corpus: Corpus, training_theorems: Iterable[Theorem]) -> None:
+        super().__init__(corpus)
+        self.locality = LocalityRetriever(corpus)
+        self.counts = {path: (np.fromiter(c.keys(), dtype=np.int64, count=len(c)),
+                              np.fromiter(c.values(), dtype=np.float64, count=len(c)))
+                       for path, c in usage_counts(training_theorems, corpus).items()}
+
+    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+        loc = self.locality.locality_scores(ctx)
+        # Locality's -rank mapped into (0, 1]: it only breaks ties between equal counts.
+        scores = (loc + len(self.corpus)) / (len(self.corpus) + 1)
+        if ctx is not None and ctx.file_path in self.counts:
+            idx, n = self.counts[ctx.file_path]
+            scores[idx] += n
+        return scores
+
+
+def query_seed(seed: int, state: str, ctx: TheoremContext | None) -> int:
+    """A stable per-query seed (Python's hash() is salted per process, crc32 is not)."""
+    where = "" if ctx is None else f"{ctx.file_path}:{ctx.position[0]}:{ctx.position[1]}"
+    return zlib.crc32(f"{seed}\0{where}\0{state}".encode())
+
+
+class RandomRetriever(ContextRetriever):
+    """A uniformly random order of the accessible premises, fixed by `seed` and the query."""
+
+    name = "random"
+
+    def __init__(self, corpus: Corpus, seed: int = 0) -> None:
+        super().__init__(corpus)
+        self.seed = seed
+
+    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+        return np.random.default_rng(query_seed(self.seed, state, ctx)).random(len(self.corpus))
