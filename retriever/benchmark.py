@@ -11,13 +11,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.runinfo import git_commit, machine, peak_rss_gib
 from retriever.cost import retriever_cost
-from retriever.evaluate import evaluate, latency, markdown_table, robustness_table, training_table
+from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from retriever.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
+                                per_query_from_rankings, robustness_table, training_table)
 from retriever.registry import build_retriever, training_config
 from retriever.robustness import perturbed_queries
 from retriever.train_car import car_run_dir
@@ -60,10 +64,17 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
         "n_theorems": len(theorems), "n_queries": len(queries), "n_tactics_without_premises": no_gold,
         "skipped": ds.skips.as_dict(), "load_seconds": round(load_seconds, 2), "rows": [],
     }
+    keys = [(q.theorem, q.tactic_index) for q in queries]
+    per_query: dict[str, dict[str, np.ndarray]] = {}  # row -> metric -> per-query values
     for name in cfg.retrievers:
         if name in done:
             log.info("%s: already in %s, skipped (force=True to redo)", name, json_path)
             result["rows"].append(done[name])
+            rankings = out_dir / "rankings" / f"{stem}-{name}.jsonl.gz"
+            if rankings.exists():
+                got_keys, values = per_query_from_rankings(rankings)
+                if got_keys == keys:  # paired only over the very same queries
+                    per_query[name] = values
             continue
         t1 = time.perf_counter()
         retriever = build_retriever(name, corpus, cfg)
@@ -79,18 +90,54 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
         if name in TRAINED_BY:
             row["training"] = training_summaries(cfg, TRAINED_BY[name])
         result["rows"].append(row)
+        per_query[name] = res.per_query
+        add_intervals(result, per_query)
         result["peak_rss_gib"] = round(peak_rss_gib(), 2)
         write_json(json_path, result)
         md_path.write_text(_markdown(result, ds.name, cfg.data.split))
         log.info("%s: R@10 %.3f MRR %.3f", name, row["metrics"].get("R@10", float("nan")),
                  row["metrics"].get("MRR", float("nan")))
+    add_intervals(result, per_query)
     write_json(json_path, result)
     md_path.write_text(_markdown(result, ds.name, cfg.data.split))
     return result
 
 
+def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> None:
+    """Give each row with per-query values 95% paired-bootstrap intervals: `<metric>_ci` of
+    its R@10 and MRR, and, when those rows are present, `R@10_ratio_to_bm25_ci` and
+    `R@10_diff_to_locality_ci`. All use one seed and the same resampled queries, so every
+    interval of a table comes from one bootstrap. Fractions, as the metrics are."""
+    result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95,
+                           "paired_over": "queries"}
+
+    def rounded(ci: tuple[float, float]) -> list[float]:
+        return [round(ci[0], 6), round(ci[1], 6)]
+
+    for row in result["rows"]:
+        values = per_query.get(row["retriever"])
+        if not values:
+            continue
+        for metric in CI_METRICS:
+            if metric in values:
+                row[f"{metric}_ci"] = rounded(mean_interval(values[metric]))
+        for ref, key, stat in (("bm25", "R@10_ratio_to_bm25_ci", "ratio"),
+                               ("locality", "R@10_diff_to_locality_ci", "diff")):
+            other = per_query.get(ref, {}).get("R@10")
+            if ref == row["retriever"] or other is None or "R@10" not in values:
+                continue
+            ci = getattr(paired_intervals(values["R@10"], other), stat)
+            if ci is not None:
+                row[key] = rounded(ci)
+
+
 def _markdown(result: dict, dataset: str, split: str) -> str:
     parts = [markdown_table(result["rows"], f"Premise retrieval: {dataset} {split}")]
+    comparisons = comparison_table(result["rows"])
+    if comparisons:
+        b = result.get("bootstrap", {})
+        parts.append(f"### Paired comparisons (95% bootstrap intervals, {b.get('resamples')} "
+                     f"resamples of the queries, seed {b.get('seed')})\n\n" + comparisons)
     rob = robustness_table(result["rows"])
     if rob:
         parts.append("### Robustness (paper's checks)\n\n" + rob)

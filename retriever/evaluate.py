@@ -10,7 +10,7 @@ import gzip
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,9 @@ from retriever.metrics import Judgement, aggregate, query_metrics
 
 log = logging.getLogger(__name__)
 
+# Metrics whose per-query values an EvalResult keeps, for bootstrap intervals.
+CI_METRICS = ("R@10", "MRR")
+
 TABLE_METRICS = ["R@1", "R@5", "R@10", "P@1", "P@5", "P@10", "F1@1", "F1@5", "F1@10",
                  "nDCG@1", "nDCG@5", "nDCG@10", "MRR"]
 
@@ -35,6 +38,9 @@ class EvalResult:
     n_queries: int
     retrieval_seconds: float
     extra: dict = field(default_factory=dict)
+    # Per-query values of CI_METRICS, in query order (queries without gold left out); not
+    # written by as_dict: the rankings file holds them (see per_query_from_rankings).
+    per_query: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def queries_per_second(self) -> float:
@@ -99,7 +105,30 @@ def evaluate(retriever: Retriever, queries: Sequence[PremiseQuery], ks: Sequence
         if out is not None:
             out.close()
     metrics = {key: round(v, 6) for key, v in aggregate(per_query).items()}
-    return EvalResult(retriever.name, metrics, len(queries), seconds)
+    return EvalResult(retriever.name, metrics, len(queries), seconds,
+                      per_query=_per_query_arrays(per_query))
+
+
+def _per_query_arrays(per_query: Sequence[dict | None]) -> dict[str, np.ndarray]:
+    scored = [m for m in per_query if m is not None]
+    return {c: np.array([m[c] for m in scored]) for c in CI_METRICS if scored and c in scored[0]}
+
+
+def per_query_from_rankings(path: str | Path, ks: Sequence[int] = (10,)
+                            ) -> tuple[list[tuple[str, int]], dict[str, np.ndarray]]:
+    """(theorem, tactic index) of each query and its CI_METRICS, recomputed from a rankings
+    file alone: how a resumed benchmark gets per-query values of rows it did not rerun."""
+    keys, per_query = [], []
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            j = Judgement(frozenset(r["gold"]), frozenset(r["gold_modules"]), r["n_same_module"])
+            m = query_metrics(r["ranked"], r["ranked_modules"], j, ks)
+            if m is not None:
+                keys.append((r["theorem"], r["tactic_index"]))
+                per_query.append(m)
+    return keys, _per_query_arrays(per_query)
 
 
 def latency(retriever: Retriever, queries: Sequence[PremiseQuery], n: int, k: int = 100) -> dict:
@@ -127,12 +156,37 @@ def markdown_table(rows: Sequence[dict], title: str = "") -> str:
         cells = []
         for c in TABLE_METRICS:
             v = m.get(c)
-            cells.append("" if v is None else (f"{v:.3f}" if c.startswith(("nDCG", "MRR")) else f"{100 * v:.1f}"))
+            fmt = _fmt(c)
+            ci = r.get(f"{c}_ci")
+            cells.append("" if v is None else fmt(v) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""))
         cells += [f"{r.get('queries_per_second', float('nan')):.1f}",
                   str(r.get("latency_ms_p50", "")), str(r.get("latency_ms_p95", "")),
                   str(r.get("index_seconds", "")),
                   f"{r['parameters'] / 1e6:.2f}" if "parameters" in r else "",
                   str(r.get("gflops_per_query", ""))]
+        lines.append(f"| {r['retriever']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(metric: str) -> Callable[[float], str]:
+    """How a metric's value is shown: nDCG and MRR as fractions, the rest in %."""
+    return (lambda v: f"{v:.3f}") if metric.startswith(("nDCG", "MRR")) else (lambda v: f"{100 * v:.1f}")
+
+
+# Row comparisons the benchmark adds (retriever/benchmark.py): field, column, formatter.
+COMPARISONS = [("R@10_ratio_to_bm25_ci", "R@10 ÷ bm25", lambda v: f"{v:.2f}"),
+               ("R@10_diff_to_locality_ci", "R@10 − locality (points)", lambda v: f"{100 * v:+.1f}")]
+
+
+def comparison_table(rows: Sequence[dict]) -> str:
+    """95% paired-bootstrap intervals of each row against the reference rows, where present."""
+    present = [c for c in COMPARISONS if any(c[0] in r for r in rows)]
+    if not present:
+        return ""
+    lines = ["| retriever | " + " | ".join(col for _, col, _ in present) + " |",
+             "|---" * (len(present) + 1) + "|"]
+    for r in rows:
+        cells = [f"[{f(r[key][0])}, {f(r[key][1])}]" if r.get(key) else "" for key, _, f in present]
         lines.append(f"| {r['retriever']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
