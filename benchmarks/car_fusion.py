@@ -27,7 +27,7 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.data.premise import Premise
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine
+from prover.utils.runinfo import machine, require_clean_tree
 from retriever.benchmark import results_stem
 from retriever.car import CARScorer, RerankRetriever
 from retriever.evaluate import evaluate
@@ -95,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k1", default="10,20,40", help="comma-separated candidate counts")
     p.add_argument("--weights", default="0,0.5,1,2,4", help="comma-separated first-stage weights")
     p.add_argument("--metric", default="R@10", help="what 'best' means")
+    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
+    commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
     cfg = load_config(RetrievalBenchmarkConfig, args.config, args.overrides)
     if "test" in cfg.data.split:
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "car-fusion", "retriever": args.retriever, "dataset": ds.name,
               "split": cfg.data.split, "n_queries": len(queries), "metric": args.metric,
               "command": " ".join(["python benchmarks/car_fusion.py", *(argv if argv is not None else sys.argv[1:])]),
-              "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
+              "config": to_plain(cfg), "git_commit": commit, "machine": machine(),
               "seconds": round(time.perf_counter() - t0, 2), "rows": rows, "best": best}
     stem = "car-fusion-" + results_stem(ds, cfg.data.split, cfg.results_tag).removeprefix("retrieval-")
     out = Path(cfg.results_dir)

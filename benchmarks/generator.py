@@ -31,7 +31,7 @@ from prover.config import load_config, to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import load_json, write_json
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib
+from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree
 from retriever.registry import build_retriever
 
 log = logging.getLogger("benchmark.generator")
@@ -60,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute conditions already in the results file")
+    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
+    commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
     command = " ".join(["python benchmarks/generator.py", *(["--config", args.config] if args.config else []),
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     gen = TacticGenerator.load(cfg.model)
     summary_path = Path(cfg.model).parent / "summary.json"
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
-              "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
+              "config": to_plain(cfg), "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),

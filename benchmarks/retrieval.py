@@ -5,6 +5,8 @@
 
 Writes benchmarks/results/retrieval-<dataset>-<split>.{json,md} and per-query rankings under
 benchmarks/results/rankings/. Rows already in the JSON are kept (resume); --force redoes them.
+Each row records its own commit, command and config. A tree with uncommitted changes to code or
+configs is refused unless --allow-dirty, and rows written from one are marked dirty.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 
 from prover.utils.logs import setup_logging
 from prover.config import RetrievalBenchmarkConfig, load_config
+from prover.utils.runinfo import require_clean_tree
 from retriever.benchmark import run_retrieval_benchmark
 from retriever.evaluate import markdown_table
 
@@ -21,8 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute rows already in the results file")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="run on uncommitted code or configs; the rows written are marked dirty")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
+    require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
     cfg = load_config(RetrievalBenchmarkConfig, args.config, args.overrides)
     command = " ".join(["python benchmarks/retrieval.py", *(["--config", args.config] if args.config else []),

@@ -17,7 +17,7 @@ from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib
+from prover.utils.runinfo import git_commit, machine, peak_rss_gib, row_provenance
 from retriever.cost import retriever_cost
 from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
 from retriever.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
@@ -57,10 +57,13 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     log.info("%s %s: %d queries with gold premises, %d tactics without", ds.name, cfg.data.split,
              len(queries), no_gold)
 
+    # The file-level commit, command and config say who wrote the file last; each row carries
+    # its own in row["provenance"], which a resumed run leaves as it was.
+    commit, plain_cfg = git_commit(), to_plain(cfg)
     result = {
         "benchmark": "retrieval", "command": command, "dataset": ds.name,
-        "data_root": str(cfg.data.root), "split": cfg.data.split, "config": to_plain(cfg),
-        "git_commit": git_commit(), "machine": machine(),
+        "data_root": str(cfg.data.root), "split": cfg.data.split, "config": plain_cfg,
+        "git_commit": commit, "machine": machine(),
         "n_theorems": len(theorems), "n_queries": len(queries), "n_tactics_without_premises": no_gold,
         "skipped": ds.skips.as_dict(), "load_seconds": round(load_seconds, 2), "rows": [],
     }
@@ -89,6 +92,8 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
             row["robustness"] = robustness(retriever, queries, res.metrics, cfg)
         if name in TRAINED_BY:
             row["training"] = training_summaries(cfg, TRAINED_BY[name])
+        # The training record stays in row["training"] (the tables read it there).
+        row["provenance"] = row_provenance(commit, command, plain_cfg)
         result["rows"].append(row)
         per_query[name] = res.per_query
         add_intervals(result, per_query)
@@ -132,16 +137,17 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
 
 
 def _markdown(result: dict, dataset: str, split: str) -> str:
-    parts = [markdown_table(result["rows"], f"Premise retrieval: {dataset} {split}")]
-    comparisons = comparison_table(result["rows"])
+    rows = [r | {"retriever": row_label(r)} for r in result["rows"]]
+    parts = [markdown_table(rows, f"Premise retrieval: {dataset} {split}")]
+    comparisons = comparison_table(rows)
     if comparisons:
         b = result.get("bootstrap", {})
         parts.append(f"### Paired comparisons (95% bootstrap intervals, {b.get('resamples')} "
                      f"resamples of the queries, seed {b.get('seed')})\n\n" + comparisons)
-    rob = robustness_table(result["rows"])
+    rob = robustness_table(rows)
     if rob:
         parts.append("### Robustness (paper's checks)\n\n" + rob)
-    train = training_table(result["rows"])
+    train = training_table(rows)
     if train:
         parts.append("### Training spent per row\n\n" + train)
     return "\n".join(parts) + _footer(result)
@@ -182,13 +188,44 @@ def training_summaries(cfg: Any, stages: list[str]) -> dict:
     return out
 
 
+def row_label(row: dict) -> str:
+    """A row's name in the tables, marked when it was computed from uncommitted code."""
+    dirty = (row.get("provenance") or {}).get("dirty")
+    return row["retriever"] + (" (dirty tree)" if dirty else "")
+
+
+def provenance_lines(result: dict) -> str:
+    """Which commit and command wrote which rows, when that is not simply the file's own.
+    Rows from before per-row provenance are named as such rather than credited to the last run."""
+    groups: dict[tuple[str, str] | None, list[str]] = {}
+    for r in result["rows"]:
+        p = r.get("provenance")
+        groups.setdefault((p["git_commit"], p["command"]) if p else None, []).append(r["retriever"])
+    # One run wrote every row, or no row says (a file from before rows had provenance): the
+    # file-level commit and command already tell it.
+    if list(groups) in ([], [None], [(result["git_commit"], result["command"])]):
+        return ""
+    lines = []
+    for key, names in groups.items():
+        if key is None:
+            lines.append(f"Rows written before rows recorded their own commit: {', '.join(names)}.")
+        else:
+            lines.append(f"Rows written at commit {key[0]}: {', '.join(names)}; command: `{key[1]}`.")
+    return "\n".join(lines) + "\n"
+
+
 def _footer(result: dict) -> str:
     m = result["machine"]
+    per_row = provenance_lines(result)
+    # With rows from several runs, the file-level commit and command are only the last run's.
+    last = "Last run: " if per_row else ""
+    # Configs of the oldest results files have no retriever.device.
+    device = result["config"].get("retriever", {}).get("device", "an unrecorded device")
     return (f"\n{result['n_queries']} queries with at least one gold premise "
             f"({result['n_tactics_without_premises']} tactics without one are not scored), "
             f"{result['n_theorems']} theorems. R/P/F1 in %, nDCG graded (1 gold, 0.3 same module), "
             f"MRR over the top {result['config']['eval']['rankings_k']}. "
             f"Latency: one query at a time over the first {result['config']['latency_queries']}.\n\n"
             f"Machine: {m.get('cpu')} ({m.get('cpu_count')} cores){', GPU ' + m['gpu'] if m.get('gpu') else ''}, "
-            f"models on {result['config']['retriever']['device']}. Commit {result['git_commit']}.\n"
-            f"Command: `{result['command']}`\n")
+            f"models on {device}. {last}Commit {result['git_commit']}.\n"
+            f"{last}Command: `{result['command']}`\n" + per_row)

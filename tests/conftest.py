@@ -18,6 +18,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def clean_commit(monkeypatch):
+    """A fixed, clean commit for whatever a test writes: results rows from a dirty checkout are
+    marked "(dirty tree)", and tests must not change with uncommitted edits of whoever runs them.
+    Tests of the commit itself set or unset $PROVER_GIT_COMMIT on top of this."""
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "0000000-test")
+
+
 def find_data_root() -> Path:
     """`$PROVER_DATA` if set, else `<repo>/../shared/data` (it may not exist)."""
     env = os.environ.get("PROVER_DATA")

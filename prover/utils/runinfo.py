@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
@@ -29,6 +30,32 @@ def git_commit(repo: str | Path | None = None) -> str:
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+DIRTY_TREE_ERROR = ("error: the working tree has uncommitted changes to code or configs; "
+                    "commit first, or pass --allow-dirty (rows are then marked dirty)")
+
+
+def is_dirty(commit: str) -> bool:
+    return commit.endswith("-dirty")
+
+
+def require_clean_tree(allow_dirty: bool) -> str:
+    """The commit a benchmark's rows will name; exits with a one-line error on a dirty tree
+    unless `allow_dirty`, since a row from uncommitted code cannot be reproduced from its commit.
+    Call it before any work, so a refused run costs nothing."""
+    commit = git_commit()
+    if is_dirty(commit) and not allow_dirty:
+        raise SystemExit(DIRTY_TREE_ERROR)
+    return commit
+
+
+def row_provenance(commit: str, command: str, config: dict) -> dict:
+    """What one results row records about how it was made. Each row keeps its own, so a
+    resumed run (another commit, another command) leaves earlier rows' records untouched."""
+    return {"git_commit": commit, "command": command, "config": config,
+            "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "dirty": is_dirty(commit)}
 
 
 def _cpu_model() -> str:

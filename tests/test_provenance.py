@@ -1,0 +1,113 @@
+"""Per-row provenance of the retrieval benchmark, and the refusal of a dirty tree."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prover.config import RetrievalBenchmarkConfig, load_config
+from prover.utils.runinfo import DIRTY_TREE_ERROR, require_clean_tree
+from retriever import benchmark
+
+STEM = "retrieval-demo_data-random-test"
+
+
+def demo_cfg(tmp_path, retrievers: str):
+    return load_config(RetrievalBenchmarkConfig, None,
+                       [f"results_dir={tmp_path}", f"retrievers=[{retrievers}]", "latency_queries=3",
+                        "robustness=false"])
+
+
+def test_a_resumed_run_keeps_earlier_rows_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
+    first = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="first command")
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "bbbb")
+    second = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain,bm25"), command="second command")
+
+    old, new = second["rows"]
+    assert old["provenance"] == first["rows"][0]["provenance"]  # copied as it was
+    assert (old["provenance"]["git_commit"], old["provenance"]["command"]) == ("aaaa", "first command")
+    assert old["provenance"]["config"]["retrievers"] == ["bm25-plain"]  # the config that row ran with
+    assert (new["provenance"]["git_commit"], new["provenance"]["command"]) == ("bbbb", "second command")
+    assert new["provenance"]["config"]["retrievers"] == ["bm25-plain", "bm25"]
+    assert new["provenance"]["dirty"] is False and new["provenance"]["written_at"].endswith("+00:00")
+    # The file-level fields name the last run only.
+    assert (second["git_commit"], second["command"]) == ("bbbb", "second command")
+    on_disk = json.loads((tmp_path / f"{STEM}.json").read_text())
+    assert [r["provenance"]["git_commit"] for r in on_disk["rows"]] == ["aaaa", "bbbb"]
+    md = (tmp_path / f"{STEM}.md").read_text()
+    assert "Rows written at commit aaaa: bm25-plain; command: `first command`." in md
+    assert "Rows written at commit bbbb: bm25; command: `second command`." in md
+    assert "Last run: Commit bbbb." in md
+
+
+def test_rows_from_one_run_need_no_per_row_lines(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
+    benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="cmd")
+    md = (tmp_path / f"{STEM}.md").read_text()
+    assert "Rows written" not in md and "Commit aaaa.\nCommand: `cmd`" in md
+
+
+def test_old_rows_without_provenance_still_resume_and_render(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
+    benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="old")
+    path = tmp_path / f"{STEM}.json"
+    old = json.loads(path.read_text())
+    for row in old["rows"]:
+        del row["provenance"]  # as in results files written before rows carried one
+    path.write_text(json.dumps(old))
+
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "bbbb")
+    result = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain,bm25"), command="new")
+    assert "provenance" not in result["rows"][0]  # nothing invented for it
+    assert result["rows"][1]["provenance"]["git_commit"] == "bbbb"
+    md = (tmp_path / f"{STEM}.md").read_text()
+    assert "Rows written before rows recorded their own commit: bm25-plain." in md
+    assert "Rows written at commit bbbb: bm25; command: `new`." in md
+
+
+def test_a_dirty_tree_is_refused_unless_allowed(monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc-dirty")
+    with pytest.raises(SystemExit) as refused:
+        require_clean_tree(False)
+    assert str(refused.value) == DIRTY_TREE_ERROR
+    assert DIRTY_TREE_ERROR.startswith("error: the working tree has uncommitted changes")
+    assert require_clean_tree(True) == "abc-dirty"
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc")
+    assert require_clean_tree(False) == "abc"
+
+
+def test_the_benchmark_script_refuses_before_any_work(tmp_path, monkeypatch):
+    from conftest import benchmark_script
+    script = benchmark_script("retrieval")
+
+    def boom(*a, **k):
+        raise AssertionError("the benchmark ran on a dirty tree")
+    monkeypatch.setattr(script, "run_retrieval_benchmark", boom)
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc-dirty")
+    with pytest.raises(SystemExit) as refused:
+        script.main([f"results_dir={tmp_path}"])
+    assert str(refused.value) == DIRTY_TREE_ERROR
+    assert not list(tmp_path.iterdir())
+
+
+def test_rows_from_a_dirty_tree_are_marked(tmp_path, monkeypatch):
+    from conftest import benchmark_script
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc-dirty")
+    assert benchmark_script("retrieval").main(
+        ["--allow-dirty", f"results_dir={tmp_path}", "retrievers=[bm25-plain]", "latency_queries=3",
+         "robustness=false"]) == 0
+    row = json.loads((tmp_path / f"{STEM}.json").read_text())["rows"][0]
+    assert row["provenance"]["dirty"] is True and row["provenance"]["git_commit"] == "abc-dirty"
+    assert "| bm25-plain (dirty tree) |" in (tmp_path / f"{STEM}.md").read_text()
+
+
+def test_every_committed_results_file_still_renders():
+    from conftest import REPO
+    files = sorted((REPO / "benchmarks" / "results").glob("retrieval-*.json"))
+    assert files
+    for path in files:
+        result = json.loads(path.read_text())
+        md = benchmark._markdown(result, result["dataset"], result["split"])
+        # Rows from before per-row provenance are credited to nobody but the file's own record.
+        assert f"Commit {result['git_commit']}." in md and "Rows written" not in md, path.name
