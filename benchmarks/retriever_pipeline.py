@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,6 +61,17 @@ def run_stages(config: str, run_dir: str, logs: Path, strategy: str, jobs: int) 
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     stages = stages_for(config)
     pending, running, done, failed = list(stages), {}, set(), []
+
+    def stop(signum: int, frame: object) -> None:
+        # A time limit (`timeout`) stops the stages too: they checkpoint as they go, so the same
+        # command resumes them, and none keeps the machine busy after the pipeline is gone.
+        for p, _ in running.values():
+            p.terminate()
+        for p, _ in running.values():
+            p.wait()
+        raise SystemExit(f"stopped by signal {signum}; run the same command to resume")
+
+    signal.signal(signal.SIGTERM, stop)
     while pending or running:
         for name in list(pending):
             args, needs = stages[name]
@@ -97,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="default: configs/retrieval/benchmark_neural.yaml for small.yaml, "
                         "configs/retrieval/benchmark_<config name>.yaml for the others")
     p.add_argument("--skip-training", action="store_true")
+    p.add_argument("--no-benchmark", action="store_true", help="train only")
     p.add_argument("--jobs", type=int, default=2, help="stages run at once (one CPU thread each)")
     args = p.parse_args(argv)
     size = Path(args.config).stem
@@ -106,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.benchmark_config is None:
         args.benchmark_config = ("configs/retrieval/benchmark_neural.yaml" if size == "small"
                                  else f"configs/retrieval/benchmark_{size}.yaml")
-    if not Path(args.benchmark_config).exists():
+    if not args.no_benchmark and not Path(args.benchmark_config).exists():
         p.error(f"no benchmark config {args.benchmark_config}: pass --benchmark-config")
     setup_logging()
     logs = Path(args.run_dir) / "logs"
@@ -114,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if not args.skip_training:
         run_stages(args.config, args.run_dir, logs, args.strategy, args.jobs)
+    if args.no_benchmark:
+        return 0
     cmd = [sys.executable, "benchmarks/retrieval.py", "--config", args.benchmark_config,
            f"data.split={args.strategy}/test", f"retriever.run_dir={args.run_dir}",
            f"retriever.models={args.config}"]

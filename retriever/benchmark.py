@@ -21,7 +21,8 @@ from prover.utils.runinfo import git_commit, machine, peak_rss_gib, row_provenan
 from retriever.cost import retriever_cost
 from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
 from retriever.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
-                                per_query_from_rankings, robustness_table, training_table)
+                                per_query_from_rankings, robustness_table, training_table,
+                                under_trained)
 from retriever.registry import build_retriever, training_config
 from retriever.robustness import perturbed_queries
 from retriever.train_car import car_run_dir
@@ -126,6 +127,8 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
         for metric in CI_METRICS:
             if metric in values:
                 row[f"{metric}_ci"] = rounded(mean_interval(values[metric]))
+        if under_trained(row):
+            continue  # not a baseline yet: no comparison is drawn from it
         for ref, key, stat in (("bm25", "R@10_ratio_to_bm25_ci", "ratio"),
                                ("locality", "R@10_diff_to_locality_ci", "diff")):
             other = per_query.get(ref, {}).get("R@10")
@@ -189,9 +192,12 @@ def training_summaries(cfg: Any, stages: list[str]) -> dict:
 
 
 def row_label(row: dict) -> str:
-    """A row's name in the tables, marked when it was computed from uncommitted code."""
+    """A row's name in the tables, marked when it was computed from uncommitted code or when
+    its training stopped inside its warm-up (not a baseline yet)."""
     dirty = (row.get("provenance") or {}).get("dirty")
-    return row["retriever"] + (" (dirty tree)" if dirty else "")
+    why = under_trained(row)
+    return (row["retriever"] + (" (dirty tree)" if dirty else "")
+            + (f" (under-trained: {why})" if why else ""))
 
 
 def provenance_lines(result: dict) -> str:

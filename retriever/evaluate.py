@@ -212,6 +212,30 @@ def robustness_table(rows: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
+def _warmup_steps(summary: dict) -> int | None:
+    """A stage summary's warm-up length: its own field, or its recorded config's (older files)."""
+    if summary.get("warmup_steps") is not None:
+        return int(summary["warmup_steps"])
+    for section in ("car", "config"):
+        node = summary.get(section) or {}
+        for sub in (node, node.get("pretrain") or {}, node.get("reprover") or {}):
+            if isinstance(sub, dict) and sub.get("warmup_steps") is not None:
+                return int(sub["warmup_steps"])
+    return None
+
+
+def under_trained(row: dict) -> str | None:
+    """Why a trained row is not a baseline yet (a stage that stopped inside its LR warm-up),
+    or None. Such a row is marked in every table, and no comparison is drawn from it."""
+    for stage, summary in (row.get("training") or {}).items():
+        if summary is None:
+            return f"{stage} missing"
+        warmup, steps = _warmup_steps(summary), summary.get("steps")
+        if warmup is not None and isinstance(steps, int) and steps < warmup:
+            return f"{stage}: {steps} steps, warm-up {warmup}"
+    return None
+
+
 def training_table(rows: Sequence[dict]) -> str:
     """Training spent on each trained row: the same-budget claim, stated per stage."""
     lines = ["| retriever | stage | steps | wall minutes | CPU minutes | stopped by |",

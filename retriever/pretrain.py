@@ -349,6 +349,7 @@ def pretrain(cfg: RetrieverTrainConfig) -> Path:
     summary = {
         "done": progress.done, "stopped_by": stopped_by or "end", "steps": progress.step,
         "total_steps": total_steps, "epochs": progress.step / steps_per_epoch,
+        "warmup_steps": cfg.pretrain.warmup_steps,
         "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1), "attempts": attempt,
         "train_loss": progress.extra.get("train_loss"),
         "eval_loss": progress.extra.get("eval_loss"),

@@ -107,10 +107,13 @@ class ByteEncoder(torch.nn.Module):
     def dim(self) -> int:
         return self.model.config.d_model
 
-    def forward(self, texts: Sequence[str], max_len: int) -> torch.Tensor:
+    def forward(self, texts: Sequence[str], max_len: int, truncation_side: str = "right") -> torch.Tensor:
         # A character is at least one byte, so cutting to max_len characters first changes
         # nothing after truncation and spares tokenizing a 50 KB state byte by byte.
-        enc = self.tokenizer([t[:max_len] for t in texts], padding="longest", truncation=True,
+        # "left" keeps a text's end: a state's goal comes after its hypotheses.
+        cut = [t[-max_len:] if truncation_side == "left" else t[:max_len] for t in texts]
+        self.tokenizer.truncation_side = truncation_side
+        enc = self.tokenizer(cut, padding="longest", truncation=True,
                              max_length=max_len, return_tensors="pt").to(self.device)
         hidden = self.model(input_ids=enc.input_ids, attention_mask=enc.attention_mask).last_hidden_state
         mask = enc.attention_mask.unsqueeze(-1).to(hidden.dtype)
@@ -120,7 +123,7 @@ class ByteEncoder(torch.nn.Module):
     @torch.no_grad()
     def encode(self, texts: Sequence[str], max_len: int, batch_size: int,
                desc: str = "encode", partial: Path | None = None,
-               save_every: int = 100) -> np.ndarray:
+               save_every: int = 100, truncation_side: str = "right") -> np.ndarray:
         """(len(texts), dim) float32 unit vectors, in eval mode (no dropout).
 
         With `partial`, the rows done so far are saved there every `save_every` batches and a
@@ -138,7 +141,7 @@ class ByteEncoder(torch.nn.Module):
                                             total=start // batch_size + len(starts),
                                             disable=len(texts) <= 4 * batch_size), start=1):
             idx = order[lo: lo + batch_size]
-            out[idx] = self([texts[i] for i in idx], max_len).float().cpu().numpy()
+            out[idx] = self([texts[i] for i in idx], max_len, truncation_side).float().cpu().numpy()
             if partial is not None and n % save_every == 0:
                 _save_partial(partial, out, lo + len(idx))
         if partial is not None:
@@ -221,9 +224,10 @@ class ReProverRetriever(ScoringRetriever):
     def __init__(self, corpus: Corpus, encoder: ByteEncoder, max_state_len: int = 2048,
                  max_premise_len: int = 1024, batch_size: int = 64,
                  cache_dir: str | Path | None = None, name: str = "reprover",
-                 partial_dir: str | Path | None = None) -> None:
+                 partial_dir: str | Path | None = None, state_truncation_side: str = "right") -> None:
         super().__init__(corpus)
         self.encoder = encoder
+        self.state_truncation_side = state_truncation_side
         self.max_state_len = max_state_len
         self.max_premise_len = max_premise_len
         self.batch_size = batch_size
@@ -236,7 +240,7 @@ class ReProverRetriever(ScoringRetriever):
                         name: str = "reprover") -> ReProverRetriever:
         encoder = ByteEncoder.load(path).to(pick_device(device)).eval()
         return cls(corpus, encoder, rc.max_state_len, rc.max_premise_len, rc.encode_batch_size,
-                   cache_dir, name)
+                   cache_dir, name, state_truncation_side=rc.state_truncation_side)
 
     def _fingerprint(self) -> str:
         texts = [premise_text(p) for p in self.corpus.premises]
@@ -270,7 +274,8 @@ class ReProverRetriever(ScoringRetriever):
         _write_npy(self._cache_path(cache_dir), self.embeddings)
 
     def score(self, states: Sequence[str]) -> np.ndarray:
-        q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states")
+        q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states",
+                                truncation_side=self.state_truncation_side)
         return q @ self.embeddings.T
 
 

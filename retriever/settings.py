@@ -137,6 +137,9 @@ class ReProverConfig:
     # ReProver's retriever: max_seq_len 1024 for states and premises alike (2048 is its generator's).
     max_state_len: int = 1024
     max_premise_len: int = 1024
+    # "right" (ReProver: 1024 bytes rarely cut anything); "left" keeps the goal of a long state,
+    # which matters at CPU-budget lengths.
+    state_truncation_side: str = "right"
     batch_size: int = 8
     negatives: int = 3
     negatives_same_file: int = 1
@@ -150,6 +153,9 @@ class ReProverConfig:
     gradient_checkpointing: bool = False
     epochs: int = 2
     max_minutes: float | None = None
+    # Optimizer steps in all (None: epochs). The schedule is constant after warm-up, so this only
+    # stops: a GPU run given the steps a CPU budget buys trains the very same recipe.
+    max_steps: int | None = None
     log_every: int = 50
     checkpoint_every: int = 500
     eval_queries: int = 500  # validation queries per check (0: all)

@@ -244,7 +244,8 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
                "cpu_seconds": round(progress.cpu_seconds, 1),
                "pairs": len(pairs), "params": n_params, "val_split": cfg.val_split,
                "val_queries": len(val), "best_val_R@10": progress.best_metric,
-               "best_step": progress.extra.get("best_step"),
+               "best_step": progress.extra.get("best_step"), "warmup_steps": c.warmup_steps,
+               "device": str(device),
                "untrained_val_R@10": progress.extra.get("untrained_R@10")}
     write_json(run.path / "summary.json", summary)
     log.info("CFR %s after %d steps (%.0f s): best val R@10 %s; model in %s",

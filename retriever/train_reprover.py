@@ -63,7 +63,8 @@ def validate(encoder: ByteEncoder, corpus: Corpus, queries: list[PremiseQuery],
     """R@10 over accessible premises, with the corpus encoded by the current weights (an
     interrupted encode resumes from `partial_dir`)."""
     retriever = ReProverRetriever(corpus, encoder, rc.max_state_len, rc.max_premise_len,
-                                  rc.encode_batch_size, partial_dir=partial_dir)
+                                  rc.encode_batch_size, partial_dir=partial_dir,
+                                  state_truncation_side=rc.state_truncation_side)
     res = evaluate(retriever, queries, ks=(10,), rankings_k=10, batch_size=rc.encode_batch_size)
     return res.metrics["R@10"], retriever
 
@@ -124,7 +125,7 @@ def train_reprover(cfg: Any) -> dict:
     encoder.train()
     stopped_by_budget = False
     while not progress.done and not stopped_by_budget:
-        if progress.epoch >= rc.epochs:
+        if progress.epoch >= rc.epochs or (rc.max_steps is not None and progress.step >= rc.max_steps):
             progress.done = True
             break
         if budget.exhausted():
@@ -142,7 +143,7 @@ def train_reprover(cfg: Any) -> dict:
             rng = np.random.default_rng([cfg.seed, progress.epoch, b])
             states, candidates, labels = make_batch(batch, train_q, corpus, rc, rng)
             with mixed_precision(device):
-                s = encoder(states, rc.max_state_len)
+                s = encoder(states, rc.max_state_len, rc.state_truncation_side)
                 p = encoder([texts[c] for c in candidates], rc.max_premise_len)
             loss = similarity_loss(s.float(), p.float(), labels.to(device))
             optimizer.zero_grad(set_to_none=True)
@@ -163,10 +164,16 @@ def train_reprover(cfg: Any) -> dict:
             if progress.step % rc.checkpoint_every == 0:
                 budget.tick()
                 run.save_checkpoint(encoder, optimizer, scheduler, progress)
+            if rc.max_steps is not None and progress.step >= rc.max_steps:
+                break
             if budget.exhausted():
                 stopped_by_budget = True
                 break
         bar.close()
+        if rc.max_steps is not None and progress.step >= rc.max_steps:
+            progress.done = True
+            checkpoint_and_validate()
+            break
         if not stopped_by_budget:
             progress.epoch += 1
             progress.batch_in_epoch = 0
@@ -183,6 +190,7 @@ def train_reprover(cfg: Any) -> dict:
         "retriever": "reprover", "best_val_R@10": progress.best_metric,
         "evaluations": progress.extra.get("evaluations", []),
         "steps": progress.step, "epochs_completed": progress.epoch, "done": progress.done,
+        "warmup_steps": rc.warmup_steps, "max_steps": rc.max_steps, "device": str(device),
         "stopped_by_budget": stopped_by_budget, "train_seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "train_examples": len(examples), "train_states": len(train_q), "val_queries": len(val_q),
         "parameters": sum(p.numel() for p in encoder.parameters()),

@@ -111,3 +111,18 @@ def test_every_committed_results_file_still_renders():
         md = benchmark._markdown(result, result["dataset"], result["split"])
         # Rows from before per-row provenance are credited to nobody but the file's own record.
         assert f"Commit {result['git_commit']}." in md and "Rows written" not in md, path.name
+
+
+def test_a_row_inside_its_warm_up_is_marked_and_compared_with_nothing(tmp_path, monkeypatch):
+    import numpy as np
+    from retriever.evaluate import under_trained
+    short = {"retriever": "reprover", "training": {"reprover": {"steps": 74, "warmup_steps": 100}}}
+    done = {"retriever": "cfr", "training": {"pretrain": {"steps": 500, "config": {"pretrain": {"warmup_steps": 200}}}}}
+    assert under_trained(short) == "reprover: 74 steps, warm-up 100"
+    assert under_trained(done) is None and under_trained({"retriever": "bm25"}) is None
+    assert benchmark.row_label(short) == "reprover (under-trained: reprover: 74 steps, warm-up 100)"
+    result = {"rows": [{"retriever": "bm25"}, short, done]}
+    values = {"R@10": np.array([1.0, 0.5, 1.0, 0.5]), "MRR": np.array([1.0, 0.0, 0.5, 0.0])}
+    benchmark.add_intervals(result, {"bm25": values, "reprover": values, "cfr": values})
+    assert "R@10_ci" in short and "R@10_ratio_to_bm25_ci" not in short
+    assert done["R@10_ratio_to_bm25_ci"] == [1.0, 1.0]

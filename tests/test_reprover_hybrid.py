@@ -184,6 +184,28 @@ def test_budget_stop_keeps_a_validated_model_and_the_budget_spans_attempts(tmp_p
     assert json.loads((tmp_path / "reprover" / "summary.json").read_text())["steps"] == 1
 
 
+def test_max_steps_stops_training_done_and_validated(tmp_path: Path):
+    # A GPU run given the steps a CPU budget buys stops there, as a finished run.
+    assert run_train_reprover(None, _overrides(tmp_path, **{"reprover.max_steps": 3})) == 0
+    summary = json.loads((tmp_path / "reprover" / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["done"] and not summary["stopped_by_budget"]
+    assert summary["evaluations"][-1]["step"] == 3 and summary["warmup_steps"] == 2
+    assert (tmp_path / "reprover" / "model" / "config.json").exists()
+
+
+def test_left_truncation_keeps_the_end_of_a_state():
+    enc = ByteEncoder.fresh(ReProverConfig(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8))
+    enc.eval()
+    goal = "⊢ a + b = b + a"
+    long_a, long_b = "x : Nat\n" * 40 + goal, "y : Int\n" * 40 + goal
+    with torch.no_grad():
+        left = enc([long_a, long_b], 18, "left")  # the goal's 17 bytes + EOS
+        right = enc([long_a, long_b], 18, "right")
+    # Kept ends are the same goal: equal embeddings; kept starts differ.
+    torch.testing.assert_close(left[0], left[1])
+    assert not torch.allclose(right[0], right[1])
+
+
 # --- retrieval and checkpoints ------------------------------------------------------------
 
 def test_retriever_equals_brute_force_masked_ranking(demo):
