@@ -269,9 +269,13 @@ class ReProverRetriever(ScoringRetriever):
         weights, so the next load of these weights over this corpus skips encoding it."""
         _write_npy(self._cache_path(cache_dir), self.embeddings)
 
+    def encode_states(self, states: Sequence[str]) -> np.ndarray:
+        """(len(states), dim): a state's vector scores premise i by inner product with row i
+        of the premise embeddings."""
+        return self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states")
+
     def score(self, states: Sequence[str]) -> np.ndarray:
-        q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states")
-        return q @ self.embeddings.T
+        return self.encode_states(states) @ self.embeddings.T
 
 
 def _write_npy(path: Path, array: np.ndarray) -> None:
