@@ -280,9 +280,10 @@ def test_health(client, service):
 
 def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
-    assert {"/search", "/premise/{full_name}", "/health", "/admin/reload"} <= set(schema["paths"])
+    assert {"/search", "/premise/{full_name}", "/health", "/admin/reload", "/generate", "/encode"} <= set(schema["paths"])
     req = schema["components"]["schemas"]["SearchRequest"]
-    assert set(req["properties"]) == {"state", "k", "rerank", "retriever"} and req["required"] == ["state"]
+    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "file_path", "position", "imports"}
+    assert req["required"] == ["state"]
     hit = schema["components"]["schemas"]["Hit"]
     assert {"full_name", "statement", "kind", "path", "line", "score", "rank"} <= set(hit["properties"])
     assert "400" in schema["paths"]["/search"]["post"]["responses"]
@@ -405,6 +406,15 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
     assert (cfg.index, cfg.corpus, cfg.port, cfg.host) == ("/runs/r", "/data/mini", 9001, "127.0.0.1")
     assert list(cfg.retrievers) == ["cfr", "bm25"] and cfg.limits.max_k == 50
     assert cfg.admin_token == "from-env"
+    assert list(cfg.generators) == []
+    args = build_parser().parse_args(["serve", "--corpus", "/data/mini", "--generator", "tiny=/runs/g/model",
+                                      "--generator", "/runs/h/model"])
+    cfg = serve_config(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
+                       args.overrides, args.generator)
+    assert [(g.name, g.model, g.num_samples, g.max_queued) for g in cfg.generators] == [
+        ("tiny", "/runs/g/model", 8, 16), ("generator", "/runs/h/model", 8, 16)]
+    with pytest.raises(UserInputError, match="expected MODEL or NAME=MODEL"):
+        serve_config(None, None, None, None, None, None, [], ["tiny="])
     shipped = sorted((REPO / "configs" / "serve").glob("*.yaml"))
     assert len(shipped) >= 3
     for path in shipped:  # every shipped config fits its schema and resolves
