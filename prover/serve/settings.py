@@ -42,8 +42,8 @@ class GeneratorServeConfig:
     # smaller than the retrievers'.
     max_batch_size: int = 8
     # Requests waiting behind the running batch; past it a request gets 503 and Retry-After.
-    # Bounds the wait: about (max_queued / max_batch_size + 1) batch times.
-    max_queued: int = 16
+    # Bounds the wait: about (max_queued / max_batch_size + 1) batch times. 0: no bound.
+    max_queued: int = 8
 
 
 @dataclass
