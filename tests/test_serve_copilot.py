@@ -320,7 +320,7 @@ def test_a_full_generator_queue_sheds_load_with_503(run_dir, mini_root, models, 
             r = c.post("/generate", content=lean_request(name="tiny-tacgen", input=STATE, prefix=""),
                        headers=LEAN_HEADERS)
             assert r.status_code == 503, r.text
-            assert int(r.headers["Retry-After"]) >= 1
+            assert int(r.headers["Retry-After"]) >= 1 and r.headers["Connection"] == "close"
             assert r.json()["error"] == (f"generator 'tiny-tacgen' has 2 requests waiting, its limit; retry "
                                          f"in {r.headers['Retry-After']} s")
             # Another kind of request has its own queue: a search is taken, not refused.

@@ -82,7 +82,10 @@ def create_app(service: SearchService) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Overloaded) else None
+        # A shed client is told to come back later, so its connection is closed rather than held
+        # idle past the server's keep-alive timeout (a client reusing it then would fail).
+        headers = ({"Retry-After": str(exc.retry_after_s), "Connection": "close"}
+                   if isinstance(exc, Overloaded) else None)
         return JSONResponse(exc.as_json(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
