@@ -217,10 +217,14 @@ def markdown(result: dict) -> str:
              "| mode | clients | answered | 503 | errors | req/s | p50 ms | p95 ms | p99 ms | server p50 ms "
              "| 503 p50 ms | mean batch |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def cell(value) -> str:
+        return "-" if value is None else str(value)
+
     for r in result["rows"]:
         lines.append(f"| {r['mode']} | {r['clients']} | {r['requests']} | {r.get('shed', 0)} | {r['errors']} | "
-                     f"{r['throughput_rps']:.1f} | {r['p50_ms']} | {r.get('p95_ms')} | {r['p99_ms']} | "
-                     f"{r['server_p50_ms']} | {r.get('shed_p50_ms')} | {r['mean_batch']} |")
+                     f"{r['throughput_rps']:.1f} | {cell(r['p50_ms'])} | {cell(r.get('p95_ms'))} | "
+                     f"{cell(r['p99_ms'])} | {cell(r['server_p50_ms'])} | {cell(r.get('shed_p50_ms'))} | "
+                     f"{cell(r['mean_batch'])} |")
     m = result["machine"]
     lines += ["", "Latencies are of answered requests, as the clients saw them; server p50 is the service's own "
                   "time from taking the request to answering it (queue + model), so the rest is HTTP and client "
@@ -229,9 +233,10 @@ def markdown(result: dict) -> str:
                   "fast the refusal came. Mean batch: requests per model call on the server."]
     gens = {g["name"]: g for g in c["serve"].get("generators", [])}
     for name, g in gens.items():
-        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, premises "
-                      f"{g['premises'] or 'none'} (top {g['premises_k']}), batches of up to {g['max_batch_size']} "
-                      f"states, at most {g['max_queued']} requests waiting."]
+        bound = f"at most {g['max_queued']} requests waiting" if g["max_queued"] else "no bound on waiting requests"
+        premises = f"{g['premises']}'s top {g['premises_k']}" if g["premises"] else "none"
+        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, premises {premises}, "
+                      f"batches of up to {g['max_batch_size']} states, {bound}."]
     lines += ["", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "
                   f"{result['server_peak_rss_mib']} MiB; total wall time {result['wall_s']} s. Machine: "
                   f"{m.get('cpu', '')}, {m.get('cpu_count')} cores (shared with other jobs while measured). Git "
