@@ -485,14 +485,22 @@ def test_batcher_groups_by_key_and_reports_errors():
         b.close()
 
 
-def test_committed_load_results_cover_both_modes_with_zero_errors():
+def test_committed_load_results_cover_every_mode_and_shed_only_past_the_bound():
     result = json.loads((REPO / "benchmarks" / "results" / "serve-tiny.json").read_text())
     rows = {(r["mode"], r["clients"]): r for r in result["rows"]}
-    assert set(rows) == {(m, c) for m in ("cfr", "cfr+car") for c in (1, 8, 64)}
+    modes = ("cfr", "cfr+car", "generate:tiny", "generate:tiny-unbounded")
+    assert set(rows) == {(m, c) for m in modes for c in (1, 8, 64)}
     assert result["total_errors"] == 0 and all(r["errors"] == 0 and r["requests"] > 0 for r in rows.values())
     for r in rows.values():
         assert r["throughput_rps"] == pytest.approx(r["requests"] / r["seconds"], rel=0.01)
-        assert 0 < r["p50_ms"] <= r["p99_ms"]
+        assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
+    # Only the bounded generator refuses work (503), and only with more clients than it admits.
+    shed = {key: r["shed"] for key, r in rows.items() if r["shed"]}
+    assert list(shed) == [("generate:tiny", 64)] and result["total_shed"] == shed[("generate:tiny", 64)]
+    assert rows[("generate:tiny", 64)]["shed_p50_ms"] < rows[("generate:tiny", 1)]["p50_ms"]  # refused at once
+    # What it answers waits far less than the unbounded generator's answers under the same load.
+    assert rows[("generate:tiny", 64)]["p95_ms"] < rows[("generate:tiny-unbounded", 64)]["p50_ms"] / 2
     assert {"git_commit", "machine", "config", "wall_s", "startup_s"} <= set(result)
+    assert not result["git_commit"].endswith("-dirty")
     md = (REPO / "benchmarks" / "results" / "serve-tiny.md").read_text()
-    assert "| cfr+car | 64 |" in md
+    assert "| cfr+car | 64 |" in md and "| generate:tiny | 64 |" in md and "no bound on waiting requests" in md
