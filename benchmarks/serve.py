@@ -1,15 +1,21 @@
 """Premise search service under load: throughput and latency with 1, 8 and 64 concurrent clients.
 
-    python benchmarks/serve.py --config configs/serve/benchmark_tiny.yaml [key=value ...]
+    python benchmarks/serve.py --config configs/serve/benchmark_tiny.yaml [key=value ...] [--allow-dirty]
 
 Starts `prover serve` in its own process on a free loopback port (the `serve:` section of the
-config), waits for /health, then, for each mode (`cfr`, `cfr+car`: the same first stage with
-rerank) and each concurrency, runs that many clients from this process, each sending its next
-POST /search as soon as the last one is answered, for `duration_s` after `warmup_s` not
-counted. Query states are the first states of `states_split` of the served corpus, in turn.
-Reports requests/s, p50/p99 latency, errors (any non-200 or failed request; there must be
-none) and the server's mean batch size. Writes benchmarks/results/serve-<name>.{json,md};
-exits 1 if any request failed.
+config), waits for /health, then, for each mode and each concurrency, runs that many clients
+from this process, each sending its next request as soon as the last one is answered, for
+`duration_s` after `warmup_s` not counted. A mode is a retriever (`cfr`; `cfr+car` is the same
+first stage with rerank), sent as POST /search, or `generate:<name>`, sent as POST /generate to
+that generator in LeanCopilot's JSON. Query states are the first states of `states_split` of
+the served corpus, in turn.
+
+A 503 is the service shedding load (its queue for that model is full): it is counted apart,
+and that client waits the Retry-After it was given before its next request, as a polite client
+does. Reports requests/s, p50/p95/p99 latency of answered requests, 503s, errors (any other
+non-200 or failed request; there must be none) and the server's mean batch size. Writes
+benchmarks/results/serve-<name>.{json,md}; exits 1 if any request failed. A tree with
+uncommitted code or configs is refused unless --allow-dirty (the results name the commit).
 """
 from __future__ import annotations
 
@@ -39,9 +45,11 @@ from prover.data.jsonio import write_json  # noqa: E402
 from prover.serve.loading import RERANK_SUFFIX  # noqa: E402
 from prover.serve.settings import ServeBenchmarkConfig  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import git_commit, machine  # noqa: E402
+from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
 
 log = logging.getLogger("benchmark.serve")
+
+GENERATE = "generate:"
 
 
 def free_port() -> int:
@@ -108,12 +116,22 @@ class Server:
         self.cfg_file.unlink(missing_ok=True)
 
 
-async def drive(url: str, body_of, clients: int, seconds: float, timeout: float) -> dict:
+def server_ms(r: aiohttp.ClientResponse, body: dict) -> float:
+    """The service's own time for a request (queue + model): /search says it in the body,
+    /generate (LeanCopilot's shape has no room for it) in a Server-Timing header."""
+    if "took_ms" in body:
+        return body["took_ms"]
+    return float(r.headers["Server-Timing"].split("dur=", 1)[1])
+
+
+async def drive(url: str, request_of, clients: int, seconds: float, timeout: float) -> dict:
     """`clients` closed-loop clients for `seconds`: latencies of answered requests (as the client
-    saw them, and the server's own queue + model time), errors. aiohttp, not httpx: httpx's
-    connection pool made 64 clients slower than 8 (a client-side limit, measured)."""
+    saw them, and the server's own queue + model time), of 503s, and errors. A client told 503
+    waits its Retry-After first. aiohttp, not httpx: httpx's connection pool made 64 clients
+    slower than 8 (a client-side limit, measured)."""
     latencies: list[float] = []
-    server_ms: list[float] = []
+    server: list[float] = []
+    shed: list[float] = []
     errors: list[str] = []
     stop_at = time.perf_counter() + seconds
     connector = aiohttp.TCPConnector(limit=clients)
@@ -121,13 +139,19 @@ async def drive(url: str, body_of, clients: int, seconds: float, timeout: float)
                                      timeout=aiohttp.ClientTimeout(total=timeout)) as session:
         async def one_client() -> None:
             while time.perf_counter() < stop_at:
+                path, body = request_of()
                 t0 = time.perf_counter()
                 try:
-                    async with session.post("/search", json=body_of()) as r:
+                    async with session.post(path, json=body) as r:
                         if r.status == 200:
-                            took = (await r.json())["took_ms"]
+                            answer = await r.json()
                             latencies.append(time.perf_counter() - t0)
-                            server_ms.append(took)
+                            server.append(server_ms(r, answer))
+                        elif r.status == 503 and "Retry-After" in r.headers:
+                            await r.read()
+                            shed.append(time.perf_counter() - t0)
+                            wait = float(r.headers["Retry-After"])
+                            await asyncio.sleep(max(0.0, min(wait, stop_at - time.perf_counter())))
                         else:
                             errors.append(f"{r.status}: {(await r.text())[:200]}")
                 except (aiohttp.ClientError, asyncio.TimeoutError) as e:
@@ -136,59 +160,87 @@ async def drive(url: str, body_of, clients: int, seconds: float, timeout: float)
         t0 = time.perf_counter()
         await asyncio.gather(*(one_client() for _ in range(clients)))
         elapsed = time.perf_counter() - t0
-    return {"latencies": latencies, "server_ms": server_ms, "errors": errors, "elapsed": elapsed}
+    return {"latencies": latencies, "server_ms": server, "shed": shed, "errors": errors, "elapsed": elapsed}
+
+
+def requests_of(mode: str, cfg, states: list[str]):
+    """What a mode sends: (path, JSON body) for the next request, states in turn."""
+    turn = itertools.count()
+    if mode.startswith(GENERATE):
+        name = mode[len(GENERATE):]
+        # Exactly LeanCopilot's ExternalGenerator request (with no prefix).
+        return lambda: ("/generate", {"name": name, "input": states[next(turn) % len(states)], "prefix": ""})
+    retriever = mode[: -len(RERANK_SUFFIX)] if mode.endswith(RERANK_SUFFIX) else mode
+    rerank = mode.endswith(RERANK_SUFFIX)
+    return lambda: ("/search", {"state": states[next(turn) % len(states)], "k": cfg.k, "retriever": retriever,
+                                "rerank": rerank})
+
+
+def pct(values, q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if len(values) else None
 
 
 def measure(server: Server, cfg, mode: str, clients: int, states: list[str]) -> dict:
-    retriever = mode[: -len(RERANK_SUFFIX)] if mode.endswith(RERANK_SUFFIX) else mode
-    rerank = mode.endswith(RERANK_SUFFIX)
-    turn = itertools.count()
-
-    def body() -> dict:
-        return {"state": states[next(turn) % len(states)], "k": cfg.k, "retriever": retriever, "rerank": rerank}
-
+    request_of = requests_of(mode, cfg, states)
     if cfg.warmup_s > 0:
-        asyncio.run(drive(server.url, body, clients, cfg.warmup_s, cfg.request_timeout_s))
+        asyncio.run(drive(server.url, request_of, clients, cfg.warmup_s, cfg.request_timeout_s))
     before = httpx.get(server.url + "/health", timeout=30).json()["batching"]
-    run = asyncio.run(drive(server.url, body, clients, cfg.duration_s, cfg.request_timeout_s))
+    run = asyncio.run(drive(server.url, request_of, clients, cfg.duration_s, cfg.request_timeout_s))
     after = httpx.get(server.url + "/health", timeout=30).json()["batching"]
     lat = np.array(run["latencies"]) * 1000
+    shed = np.array(run["shed"]) * 1000
     batches = after["batches"] - before["batches"]
-    row = {"mode": mode, "clients": clients, "requests": len(lat), "errors": len(run["errors"]),
+    row = {"mode": mode, "clients": clients, "requests": len(lat), "shed": len(shed), "errors": len(run["errors"]),
            "seconds": round(run["elapsed"], 2), "throughput_rps": round(len(lat) / run["elapsed"], 2),
-           "p50_ms": round(float(np.percentile(lat, 50)), 1) if len(lat) else None,
-           "p99_ms": round(float(np.percentile(lat, 99)), 1) if len(lat) else None,
+           "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95), "p99_ms": pct(lat, 99),
            "mean_ms": round(float(lat.mean()), 1) if len(lat) else None,
            "max_ms": round(float(lat.max()), 1) if len(lat) else None,
-           "server_p50_ms": round(float(np.percentile(run["server_ms"], 50)), 1) if len(lat) else None,
+           "server_p50_ms": pct(run["server_ms"], 50),
+           "shed_p50_ms": pct(shed, 50),
            "mean_batch": round((after["items"] - before["items"]) / batches, 2) if batches else None,
            "error_samples": run["errors"][:5]}
-    log.info("%s x%d: %d requests, %.1f req/s, p50 %s ms, p99 %s ms, %d errors", mode, clients, row["requests"],
-             row["throughput_rps"], row["p50_ms"], row["p99_ms"], row["errors"])
+    log.info("%s x%d: %d answered, %d shed (503), %.1f req/s, p50 %s ms, p95 %s ms, %d errors", mode, clients,
+             row["requests"], row["shed"], row["throughput_rps"], row["p50_ms"], row["p95_ms"], row["errors"])
     return row
 
 
 def markdown(result: dict) -> str:
     h = result["server"]
+    c = result["config"]
     lines = [f"# Premise search service under load: {result['name']}", "",
              f"`prover serve` in its own process on 127.0.0.1, clients in a second process (closed loop: each "
-             f"sends its next request when the last is answered), {result['config']['duration_s']:g} s per row "
-             f"after {result['config']['warmup_s']:g} s of warm-up, k={result['config']['k']}, "
-             f"{result['n_states']} query states ({result['config']['states_split']}) in turn. Corpus: "
-             f"{h['n_premises']:,} premises. Command: `{result['command']}`", "",
-             "| mode | clients | requests | errors | req/s | p50 ms | p99 ms | server p50 ms | mean batch |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"sends its next request when the last is answered; after a 503 it first waits the Retry-After "
+             f"it was given), {c['duration_s']:g} s per row after {c['warmup_s']:g} s of warm-up, "
+             f"{result['n_states']} query states ({c['states_split']}) in turn. Search rows: POST /search, "
+             f"k={c['k']}. Generate rows: POST /generate in LeanCopilot's JSON. Corpus: {h['n_premises']:,} "
+             f"premises. Command: `{result['command']}`", "",
+             "| mode | clients | answered | 503 | errors | req/s | p50 ms | p95 ms | p99 ms | server p50 ms "
+             "| 503 p50 ms | mean batch |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def cell(value) -> str:
+        return "-" if value is None else str(value)
+
     for r in result["rows"]:
-        lines.append(f"| {r['mode']} | {r['clients']} | {r['requests']} | {r['errors']} | {r['throughput_rps']:.1f} | "
-                     f"{r['p50_ms']} | {r['p99_ms']} | {r['server_p50_ms']} | {r['mean_batch']} |")
+        lines.append(f"| {r['mode']} | {r['clients']} | {r['requests']} | {r.get('shed', 0)} | {r['errors']} | "
+                     f"{r['throughput_rps']:.1f} | {cell(r['p50_ms'])} | {cell(r.get('p95_ms'))} | "
+                     f"{cell(r['p99_ms'])} | {cell(r['server_p50_ms'])} | {cell(r.get('shed_p50_ms'))} | "
+                     f"{cell(r['mean_batch'])} |")
     m = result["machine"]
-    lines += ["", "Latencies are as the clients saw them; server p50 is the service's own time from taking "
-                  "the request to answering it (queue + model), so the rest is HTTP and client overhead. "
-                  "Mean batch: states per model call on the server.",
-              "", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "
-                  f"{result['server_peak_rss_mib']} MiB; total wall time {result['wall_s']} s. Machine: {m.get('cpu', '')}, "
-                  f"{m.get('cpu_count')} cores (shared with other jobs while measured). Git commit "
-                  f"{result['git_commit']}.", ""]
+    lines += ["", "Latencies are of answered requests, as the clients saw them; server p50 is the service's own "
+                  "time from taking the request to answering it (queue + model), so the rest is HTTP and client "
+                  "overhead. 503: requests refused at once because that model's queue was full (the bound is "
+                  "`batching.max_queued` for searches, `generators[].max_queued` for a generator); 503 p50 is how "
+                  "fast the refusal came. Mean batch: requests per model call on the server."]
+    gens = {g["name"]: g for g in c["serve"].get("generators", [])}
+    for name, g in gens.items():
+        bound = f"at most {g['max_queued']} requests waiting" if g["max_queued"] else "no bound on waiting requests"
+        premises = f"{g['premises']}'s top {g['premises_k']}" if g["premises"] else "none"
+        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, premises {premises}, "
+                      f"batches of up to {g['max_batch_size']} states, {bound}."]
+    lines += ["", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "
+                  f"{result['server_peak_rss_mib']} MiB; total wall time {result['wall_s']} s. Machine: "
+                  f"{m.get('cpu', '')}, {m.get('cpu_count')} cores (shared with other jobs while measured). Git "
+                  f"commit {result['git_commit']}.", ""]
     return "\n".join(lines)
 
 
@@ -196,12 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
+    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
     args = p.parse_args(argv)
+    commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would cost the clients' CPU
     cfg = load_config(ServeBenchmarkConfig, args.config, args.overrides)
     command = " ".join(["python benchmarks/serve.py", *(["--config", args.config] if args.config else []),
-                        *args.overrides])
+                        *args.overrides, *(["--allow-dirty"] if args.allow_dirty else [])])
     t_start = time.perf_counter()
     states = query_states(cfg)
     out = Path(cfg.results_dir)
@@ -217,12 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
     result = {"benchmark": "serve", "name": cfg.name, "command": command, "config": to_plain(cfg),
-              "git_commit": git_commit(), "machine": machine(), "n_states": len(states),
-              "server": {k: health[k] for k in ("n_premises", "n_files", "retrievers", "rerank", "load_seconds",
-                                                "corpus", "index", "limits")},
+              "git_commit": commit, "machine": machine(), "n_states": len(states),
+              "server": {k: health.get(k) for k in ("n_premises", "n_files", "retrievers", "rerank", "generators",
+                                                    "load_seconds", "corpus", "index", "limits")},
               "startup_s": startup, "server_peak_rss_mib": rss,
               "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows,
-              "total_errors": sum(r["errors"] for r in rows)}
+              "total_errors": sum(r["errors"] for r in rows), "total_shed": sum(r["shed"] for r in rows)}
     stem = out / f"serve-{cfg.name}"
     write_json(stem.with_suffix(".json"), result)
     stem.with_suffix(".md").write_text(markdown(result))

@@ -150,32 +150,54 @@ class TacticGenerator:
         picked = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         return (picked * mask).sum(-1).tolist()
 
+    def prefix_ids(self, prefix: str) -> list[int]:
+        """The decoder tokens of `prefix` (one per UTF-8 byte)."""
+        return self.tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+
     @torch.no_grad()
     def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
-                 temperature: float = 1.0, batch_size: int = 16) -> list[list[Suggestion]]:
+                 temperature: float = 1.0, batch_size: int = 16, prefix: str = "") -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
         Candidates come from beam search or sampling; each distinct decoded tactic is then
         scored by `tactic_logprobs`, so the score is the model's log P(tactic | input) whatever
         the decoding (beam scores of byte sequences that decode to the same text, or sampling
-        temperature, would not be). Empty tactics are dropped."""
+        temperature, would not be). Empty tactics are dropped.
+
+        With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
+        instead of from nothing, and the score is still that of the whole tactic, prefix
+        included, so it compares with unconstrained suggestions."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
+        forced = self.prefix_ids(prefix)
+        if len(forced) > self.input_cfg.max_target_bytes:
+            raise ValueError(f"prefix of {len(forced)} bytes is longer than the tactics this model "
+                             f"writes ({self.input_cfg.max_target_bytes} bytes)")
         was_training = self.model.training
         self.model.eval()
         out: list[list[Suggestion]] = []
         for lo in range(0, len(inputs), batch_size):
             chunk = list(inputs[lo: lo + batch_size])
             enc = self.encode(chunk, self.max_input_tokens)
-            kwargs = dict(max_new_tokens=self.input_cfg.max_target_bytes + 1, num_return_sequences=num_samples,
-                          suppress_tokens=self._sentinels)
+            kwargs = dict(max_new_tokens=self.input_cfg.max_target_bytes + 1 - len(forced),
+                          num_return_sequences=num_samples, suppress_tokens=self._sentinels)
+            if forced:
+                start = self.model.config.decoder_start_token_id
+                kwargs["decoder_input_ids"] = torch.tensor([[start, *forced]] * len(chunk), device=self.device)
             if method == "beam":
                 kwargs.update(num_beams=num_samples, do_sample=False, early_stopping=True)
             else:
                 kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
-            texts = self.tokenizer.batch_decode(self.model.generate(**enc, **kwargs), skip_special_tokens=True)
-            cands = [list(dict.fromkeys(t.strip() for t in texts[i * num_samples: (i + 1) * num_samples]
-                                        if t.strip())) for i in range(len(chunk))]
+            generated = self.model.generate(**enc, **kwargs)
+            if forced:
+                # The output holds the forced bytes; decode what follows them, so a prefix
+                # ending in a space keeps it.
+                rest = self.tokenizer.batch_decode(generated[:, 1 + len(forced):], skip_special_tokens=True)
+                texts = [prefix + t.rstrip() for t in rest]
+            else:
+                texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
+            cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] if t.strip()))
+                     for i in range(len(chunk))]
             flat_in = [chunk[i] for i, c in enumerate(cands) for _ in c]
             flat_tac = [t for c in cands for t in c]
             scores = iter(self.tactic_logprobs(flat_in, flat_tac) if flat_tac else [])

@@ -66,7 +66,7 @@ def _cmd_train_reprover(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from prover.commands.serve import run_serve
     return run_serve(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
-                     args.ray, args.overrides)
+                     args.ray, args.overrides, args.generator)
 
 
 def _cmd_generator_build_data(args: argparse.Namespace) -> int:
@@ -196,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=None, help="port (default 8000)")
     srv.add_argument("--retrievers", default=None, help="comma-separated first stages, e.g. cfr,bm25,hybrid")
+    srv.add_argument("--generator", action="append", default=None, metavar="[NAME=]MODEL",
+                     help="also serve this trained generator to LeanCopilot (POST /generate) under NAME "
+                          "(default: generator); repeatable")
     srv.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (ray.num_replicas)")
     srv.add_argument("overrides", nargs="*", help="key=value config overrides")
     srv.set_defaults(func=_cmd_serve)

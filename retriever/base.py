@@ -4,6 +4,10 @@
 premises) for each proof state. BM25, CFR, CFR+CAR and the baselines all answer through
 it, so the evaluation harness, the prover's retriever actor and the search service never
 need to know which one they hold.
+
+A context is where the theorem lives (`TheoremContext`: a file of the corpus and a position)
+or, for a file outside the corpus, what it imports (`ImportsContext`); either says which
+premises are accessible through `accessible(corpus)`.
 """
 from __future__ import annotations
 
@@ -23,6 +27,23 @@ class TheoremContext:
 
     file_path: str
     position: Pos
+
+    def accessible(self, corpus: Corpus) -> np.ndarray:
+        return corpus.accessible_mask(self.file_path, self.position)
+
+
+@dataclass(frozen=True)
+class ImportsContext:
+    """A file outside the corpus (say, one a user is writing) that imports `files` (corpus
+    paths): it may use their premises and those of everything they import."""
+
+    files: tuple[str, ...]
+
+    def accessible(self, corpus: Corpus) -> np.ndarray:
+        return corpus.imports_mask(self.files)
+
+
+Context = TheoremContext | ImportsContext
 
 
 @dataclass(frozen=True)
@@ -55,7 +76,7 @@ class Retriever(ABC):
 
     @abstractmethod
     def retrieve(self, states: Sequence[str], k: int,
-                 contexts: Sequence[TheoremContext | None]) -> list[list[RankedPremise]]:
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
         """For each state, the k best premises (accessible from its context, if given)."""
 
     def _ranked(self, scores: np.ndarray, k: int) -> list[RankedPremise]:
@@ -71,13 +92,13 @@ class ScoringRetriever(Retriever):
         """A (len(states), len(corpus)) array of scores, higher is better."""
 
     def retrieve(self, states: Sequence[str], k: int,
-                 contexts: Sequence[TheoremContext | None]) -> list[list[RankedPremise]]:
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
         if len(states) != len(contexts):
             raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
         scores = self.score(states)
         out = []
         for row, ctx in zip(scores, contexts):
             if ctx is not None:
-                row = np.where(self.corpus.accessible_mask(ctx.file_path, ctx.position), row, -np.inf)
+                row = np.where(ctx.accessible(self.corpus), row, -np.inf)
             out.append(self._ranked(row, k))
         return out

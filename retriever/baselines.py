@@ -21,26 +21,25 @@ import numpy as np
 from prover.data.corpus import Corpus
 from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
-from retriever.base import RankedPremise, Retriever, TheoremContext
+from retriever.base import Context, RankedPremise, Retriever, TheoremContext
 
 
 class ContextRetriever(Retriever):
     """A retriever whose scores depend on the query's theorem context, not on its state."""
 
-    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         """Scores over the whole corpus, higher is better (accessibility is applied after)."""
         raise NotImplementedError
 
     def retrieve(self, states: Sequence[str], k: int,
-                 contexts: Sequence[TheoremContext | None]) -> list[list[RankedPremise]]:
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
         if len(states) != len(contexts):
             raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
         out = []
         for state, ctx in zip(states, contexts):
             scores = self.context_scores(state, ctx).astype(np.float64)
             if ctx is not None:
-                scores = np.where(self.corpus.accessible_mask(ctx.file_path, ctx.position),
-                                  scores, -np.inf)
+                scores = np.where(ctx.accessible(self.corpus), scores, -np.inf)
             out.append(self._ranked(scores, k))
         return out
 
@@ -81,10 +80,10 @@ class LocalityRetriever(ContextRetriever):
                     queue.append(g)
         return rank
 
-    def locality_scores(self, ctx: TheoremContext | None) -> np.ndarray:
+    def locality_scores(self, ctx: Context | None) -> np.ndarray:
         """-rank of every premise in locality order (0 is best); corpus order without context."""
         n = len(self.corpus)
-        if ctx is None:
+        if not isinstance(ctx, TheoremContext):  # no file to be local to (none, or only imports)
             return -np.arange(n, dtype=np.float64)
         f = self.corpus.file_index[ctx.file_path]
         if f not in self._cache:
@@ -97,7 +96,7 @@ class LocalityRetriever(ContextRetriever):
             self._cache[f] = scores
         return self._cache[f]
 
-    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         return self.locality_scores(ctx)
 
 
@@ -128,19 +127,22 @@ class UsageRetriever(ContextRetriever):
                               np.fromiter(c.values(), dtype=np.float64, count=len(c)))
                        for path, c in usage_counts(training_theorems, corpus).items()}
 
-    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         loc = self.locality.locality_scores(ctx)
         # Locality's -rank mapped into (0, 1]: it only breaks ties between equal counts.
         scores = (loc + len(self.corpus)) / (len(self.corpus) + 1)
-        if ctx is not None and ctx.file_path in self.counts:
+        if isinstance(ctx, TheoremContext) and ctx.file_path in self.counts:
             idx, n = self.counts[ctx.file_path]
             scores[idx] += n
         return scores
 
 
-def query_seed(seed: int, state: str, ctx: TheoremContext | None) -> int:
+def query_seed(seed: int, state: str, ctx: Context | None) -> int:
     """A stable per-query seed (Python's hash() is salted per process, crc32 is not)."""
-    where = "" if ctx is None else f"{ctx.file_path}:{ctx.position[0]}:{ctx.position[1]}"
+    if isinstance(ctx, TheoremContext):
+        where = f"{ctx.file_path}:{ctx.position[0]}:{ctx.position[1]}"
+    else:
+        where = "" if ctx is None else ",".join(ctx.files)
     return zlib.crc32(f"{seed}\0{where}\0{state}".encode())
 
 
@@ -153,5 +155,5 @@ class RandomRetriever(ContextRetriever):
         super().__init__(corpus)
         self.seed = seed
 
-    def context_scores(self, state: str, ctx: TheoremContext | None) -> np.ndarray:
+    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         return np.random.default_rng(query_seed(self.seed, state, ctx)).random(len(self.corpus))

@@ -242,8 +242,7 @@ class CFRRetriever(Retriever):
         if not states:
             return []
         queries = self.encode_states(states)
-        masks = [None if c is None else self.corpus.accessible_mask(c.file_path, c.position)
-                 for c in contexts]
+        masks = [None if c is None else c.accessible(self.corpus) for c in contexts]
         return [[RankedPremise(int(i), self.corpus.premises[i], float(s)) for s, i in zip(scores, ids)]
                 for scores, ids in self.index.search_masked(queries, k, masks)]
 

@@ -273,10 +273,14 @@ class ReProverRetriever(ScoringRetriever):
         weights, so the next load of these weights over this corpus skips encoding it."""
         _write_npy(self._cache_path(cache_dir), self.embeddings)
 
+    def encode_states(self, states: Sequence[str]) -> np.ndarray:
+        """(len(states), dim): a state's vector scores premise i by inner product with row i
+        of the premise embeddings."""
+        return self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states",
+                                   truncation_side=self.state_truncation_side)
+
     def score(self, states: Sequence[str]) -> np.ndarray:
-        q = self.encoder.encode(states, self.max_state_len, self.batch_size, "encode states",
-                                truncation_side=self.state_truncation_side)
-        return q @ self.embeddings.T
+        return self.encode_states(states) @ self.embeddings.T
 
 
 def _write_npy(path: Path, array: np.ndarray) -> None:

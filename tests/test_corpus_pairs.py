@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import premise, tactic, theorem_record, write_json, write_jsonl
-from prover.data.corpus import Corpus
+from prover.data.corpus import Corpus, module_name
 from prover.data.dataset import Dataset
 from prover.data.errors import SkipLog
 from prover.data.pairs import gold_indices, premise_queries, same_module_count, state_premise_pairs
@@ -59,6 +59,30 @@ def test_accessibility_elsewhere(corpus):
     assert names(corpus, corpus.accessible_mask("D.lean", (100, 1))) == ["D.d1"]
     with pytest.raises(KeyError, match="Nope.lean"):
         corpus.accessible_mask("Nope.lean", (1, 1))
+
+
+def test_imports_of_a_file_outside_the_corpus(corpus):
+    """A file that imports B sees B's premises and, through B, A's; never C's or D's."""
+    assert names(corpus, corpus.imports_mask(["B.lean"])) == ["A.a1", "A.a2", "A.dup", "B.b1", "B.dup"]
+    assert names(corpus, corpus.imports_mask(["A.lean", "D.lean"])) == ["A.a1", "A.a2", "A.dup", "D.d1"]
+    assert not corpus.imports_mask([]).any()
+    with pytest.raises(KeyError, match="Nope.lean"):
+        corpus.imports_mask(["A.lean", "Nope.lean"])
+
+
+def test_files_are_found_by_path_module_or_a_path_ending_in_one(tmp_path):
+    rows = [{"path": p, "imports": [], "premises": []} for p in (
+        "Mathlib/Data/Nat/Basic.lean", ".lake/packages/aesop/Aesop/Nanos.lean", "Mathlib.lean")]
+    c = Corpus.load(write_jsonl(tmp_path / "corpus.jsonl", rows))
+    assert [module_name(p) for p in c.files] == ["Mathlib.Data.Nat.Basic", "Aesop.Nanos", "Mathlib"]
+    for name, want in [("Mathlib/Data/Nat/Basic.lean", 0), ("Mathlib.Data.Nat.Basic", 0),
+                       ("/home/me/mathlib4/Mathlib/Data/Nat/Basic.lean", 0),
+                       ("C:\\src\\mathlib4\\Mathlib\\Data\\Nat\\Basic.lean", 0),
+                       ("Aesop.Nanos", 1), (".lake/packages/aesop/Aesop/Nanos.lean", 1),
+                       ("/w/proj/.lake/packages/aesop/Aesop/Nanos.lean", 1), ("Mathlib", 2)]:
+        assert c.find_file(name) == want, name
+    for name in ("Nat.Basic", "Mathlib.Data.Nat", "Mathlib/Data/Nat/Other.lean", "Init.Core", ""):
+        assert c.find_file(name) is None, name
 
 
 def test_import_cycle_terminates(tmp_path):

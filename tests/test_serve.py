@@ -280,9 +280,10 @@ def test_health(client, service):
 
 def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
-    assert {"/search", "/premise/{full_name}", "/health", "/admin/reload"} <= set(schema["paths"])
+    assert {"/search", "/premise/{full_name}", "/health", "/admin/reload", "/generate", "/encode"} <= set(schema["paths"])
     req = schema["components"]["schemas"]["SearchRequest"]
-    assert set(req["properties"]) == {"state", "k", "rerank", "retriever"} and req["required"] == ["state"]
+    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "file_path", "position", "imports"}
+    assert req["required"] == ["state"]
     hit = schema["components"]["schemas"]["Hit"]
     assert {"full_name", "statement", "kind", "path", "line", "score", "rank"} <= set(hit["properties"])
     assert "400" in schema["paths"]["/search"]["post"]["responses"]
@@ -405,6 +406,15 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
     assert (cfg.index, cfg.corpus, cfg.port, cfg.host) == ("/runs/r", "/data/mini", 9001, "127.0.0.1")
     assert list(cfg.retrievers) == ["cfr", "bm25"] and cfg.limits.max_k == 50
     assert cfg.admin_token == "from-env"
+    assert list(cfg.generators) == []
+    args = build_parser().parse_args(["serve", "--corpus", "/data/mini", "--generator", "tiny=/runs/g/model",
+                                      "--generator", "/runs/h/model"])
+    cfg = serve_config(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
+                       args.overrides, args.generator)
+    assert [(g.name, g.model, g.num_samples, g.max_queued) for g in cfg.generators] == [
+        ("tiny", "/runs/g/model", 8, 8), ("generator", "/runs/h/model", 8, 8)]
+    with pytest.raises(UserInputError, match="expected MODEL or NAME=MODEL"):
+        serve_config(None, None, None, None, None, None, [], ["tiny="])
     shipped = sorted((REPO / "configs" / "serve").glob("*.yaml"))
     assert len(shipped) >= 3
     for path in shipped:  # every shipped config fits its schema and resolves
@@ -475,14 +485,22 @@ def test_batcher_groups_by_key_and_reports_errors():
         b.close()
 
 
-def test_committed_load_results_cover_both_modes_with_zero_errors():
+def test_committed_load_results_cover_every_mode_and_shed_only_past_the_bound():
     result = json.loads((REPO / "benchmarks" / "results" / "serve-tiny.json").read_text())
     rows = {(r["mode"], r["clients"]): r for r in result["rows"]}
-    assert set(rows) == {(m, c) for m in ("cfr", "cfr+car") for c in (1, 8, 64)}
+    modes = ("cfr", "cfr+car", "generate:tiny", "generate:tiny-unbounded")
+    assert set(rows) == {(m, c) for m in modes for c in (1, 8, 64)}
     assert result["total_errors"] == 0 and all(r["errors"] == 0 and r["requests"] > 0 for r in rows.values())
     for r in rows.values():
         assert r["throughput_rps"] == pytest.approx(r["requests"] / r["seconds"], rel=0.01)
-        assert 0 < r["p50_ms"] <= r["p99_ms"]
+        assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
+    # Only the bounded generator refuses work (503), and only with more clients than it admits.
+    shed = {key: r["shed"] for key, r in rows.items() if r["shed"]}
+    assert list(shed) == [("generate:tiny", 64)] and result["total_shed"] == shed[("generate:tiny", 64)]
+    assert rows[("generate:tiny", 64)]["shed_p50_ms"] < rows[("generate:tiny", 1)]["p50_ms"]  # refused at once
+    # What it answers waits far less than the unbounded generator's answers under the same load.
+    assert rows[("generate:tiny", 64)]["p95_ms"] < rows[("generate:tiny-unbounded", 64)]["p50_ms"] / 2
     assert {"git_commit", "machine", "config", "wall_s", "startup_s"} <= set(result)
+    assert not result["git_commit"].endswith("-dirty")
     md = (REPO / "benchmarks" / "results" / "serve-tiny.md").read_text()
-    assert "| cfr+car | 64 |" in md
+    assert "| cfr+car | 64 |" in md and "| generate:tiny | 64 |" in md and "no bound on waiting requests" in md

@@ -134,3 +134,25 @@ def test_page_shows_the_error_for_bad_input_and_recovers(browser, page_url, tmp_
     state.send_keys("⊢ ∀ (n : ℕ), n + 0 = n")
     browser.find_element(By.ID, "submit").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "li.result")) == 10)
+
+
+def test_page_searches_within_a_file(browser, page_url, service, tmp_path):
+    """An optional file (and line) limits the results to the premises usable there."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    corpus = service.loaded.corpus
+    path = next(p for p in corpus.files if p.startswith("Mathlib/") and corpus.imports[corpus.file_index[p]])
+    browser.get(page_url)
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    browser.find_element(By.ID, "file_path").send_keys(path.removesuffix(".lean").replace("/", "."))
+    browser.find_element(By.ID, "line").send_keys("30")
+    browser.find_element(By.ID, "submit").click()
+    want = service.search(service.cfg.example_state, 10, rerank=True, retriever="cfr", file_path=path,
+                          position=[30, 1])
+    wait.until(lambda d: "usable in" in d.find_element(By.ID, "status").text)
+    items = browser.find_elements(By.CSS_SELECTOR, "li.result")
+    assert [i.get_attribute("data-name") for i in items] == [h.premise.full_name for h in want.hits]
+    assert f"of {want.context.accessible:,} usable in {path}:30" in browser.find_element(By.ID, "status").text
+    screenshot(browser, tmp_path, "serve-page-file")

@@ -2,9 +2,11 @@
 
     prover serve --index runs/retriever-tiny --corpus ../shared/data/mathlib-src-mini
     prover serve --corpus ../shared/data/mathlib-src --retrievers bm25 rerank=false
+    prover serve --config configs/serve/tiny.yaml --generator tiny=runs/generator-tiny/generator/model
 
 `--index` is a retriever run folder (or its cfr/index folder) and `--corpus` the dataset folder
-its index was built from; flags and `key=value` overrides go over `--config`
+its index was built from; `--generator [NAME=]MODEL` adds a tactic generator for LeanCopilot
+(`generators` in the config); flags and `key=value` overrides go over `--config`
 (configs/serve/*.yaml, schema `prover.serve.settings.ServeConfig`). The admin token is read
 from PROVER_SERVE_TOKEN when the config sets none.
 """
@@ -26,15 +28,30 @@ TOKEN_ENV = "PROVER_SERVE_TOKEN"
 
 
 def serve_config(config: str | None, index: str | None, corpus: str | None, host: str | None,
-                 port: int | None, retrievers: str | None, overrides: list[str]):
+                 port: int | None, retrievers: str | None, overrides: list[str],
+                 generators: list[str] | None = None):
     flags = [f"{k}={v}" for k, v in (("index", index), ("corpus", corpus), ("host", host),
                                      ("port", port)) if v is not None]
     if retrievers:
         flags.append(f"retrievers=[{','.join(r.strip() for r in retrievers.split(',') if r.strip())}]")
     cfg = load_config(ServeConfig, config, flags + list(overrides))
+    if generators:  # after the overrides: a flag adds to the config's list, as the other flags win
+        from omegaconf import OmegaConf
+        added = [generator_flag(g) for g in generators]
+        cfg = OmegaConf.merge(cfg, {"generators": [*OmegaConf.to_container(cfg.generators), *added]})
     if not cfg.admin_token and os.environ.get(TOKEN_ENV):
         cfg.admin_token = os.environ[TOKEN_ENV]
     return cfg
+
+
+def generator_flag(value: str) -> dict:
+    """`--generator [NAME=]MODEL`: the name LeanCopilot sends, and the model folder or hub id."""
+    name, sep, model = value.partition("=")
+    if not sep:
+        name, model = "generator", value
+    if not name.strip() or not model.strip():
+        raise UserInputError(f"--generator {value!r}: expected MODEL or NAME=MODEL")
+    return {"name": name.strip(), "model": model.strip()}
 
 
 def check_paths(cfg: Any) -> None:
@@ -62,8 +79,9 @@ def _warn_if_exposed(host: str) -> None:
 
 
 def run_serve(config: str | None, index: str | None, corpus: str | None, host: str | None,
-              port: int | None, retrievers: str | None, use_ray: bool, overrides: list[str]) -> int:
-    cfg = serve_config(config, index, corpus, host, port, retrievers, overrides)
+              port: int | None, retrievers: str | None, use_ray: bool, overrides: list[str],
+              generators: list[str] | None = None) -> int:
+    cfg = serve_config(config, index, corpus, host, port, retrievers, overrides, generators)
     check_paths(cfg)
     _warn_if_exposed(cfg.host)
     if use_ray:
@@ -76,6 +94,9 @@ def run_serve(config: str | None, index: str | None, corpus: str | None, host: s
     service = SearchService(cfg)
     try:
         print(f"premise search: http://{cfg.host}:{cfg.port}/  (API schema: /openapi.json)", flush=True)
+        if service.generators:
+            print(f"LeanCopilot: POST /generate with name {', '.join(service.generators)}; POST /encode "
+                  f"with name {', '.join(service.encoder_names()) or '(no dense retriever served)'}", flush=True)
         serve_forever(create_app(service), cfg.host, cfg.port, cfg.log_level)
     finally:
         service.close()

@@ -8,6 +8,7 @@ and accessibility is a boolean mask over the premise array.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,18 @@ from prover.data.premise import Pos, Premise, split_signature
 log = logging.getLogger(__name__)
 
 _PREMISE_FIELDS = ("full_name", "code", "start", "end")
+_PACKAGES = (".lake/packages/", "lake-packages/")  # Lake's dependency folders, new and old
+
+
+def module_name(path: str) -> str:
+    """The Lean module a corpus file declares: `Mathlib/Data/Nat/Basic.lean` is
+    `Mathlib.Data.Nat.Basic`, and a dependency's `.lake/packages/<pkg>/Aesop/Nanos.lean` is
+    `Aesop.Nanos` (what an `import` line names)."""
+    for root in _PACKAGES:
+        if path.startswith(root):
+            path = path[len(root):].split("/", 1)[-1]
+            break
+    return path.removesuffix(".lean").replace("/", ".")
 
 
 def _pos(value: object, path: str, record: str, field_name: str) -> Pos:
@@ -90,6 +103,7 @@ class Corpus:
         for i, p in enumerate(self.premises):
             self.by_name.setdefault(p.full_name, []).append(i)
         self._closure: dict[int, np.ndarray] = {}
+        self._modules: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.premises)
@@ -216,6 +230,36 @@ class Corpus:
                 if work:
                     parent = work[-1][0]
                     low[parent] = min(low[parent], low[f])
+
+    def find_file(self, name: str) -> int | None:
+        """The index of the file `name` means: a corpus path, a Lean module name
+        (`Mathlib.Data.Nat.Basic`), or a path on a user's disk that ends in a module's path
+        (`/home/me/mathlib4/Mathlib/Data/Nat/Basic.lean`, the longest such ending wins)."""
+        if name in self.file_index:
+            return self.file_index[name]
+        if self._modules is None:  # built on first use: most callers never ask by module
+            self._modules = {}
+            for i, path in enumerate(self.files):
+                self._modules.setdefault(module_name(path), i)
+        text = name.strip().removesuffix(".lean")
+        parts = [p for p in text.replace("\\", "/").replace("/", ".").split(".") if p]
+        for start in range(len(parts)):
+            hit = self._modules.get(".".join(parts[start:]))
+            if hit is not None:
+                return hit
+        return None
+
+    def imports_mask(self, paths: Sequence[str]) -> np.ndarray:
+        """Premises a file outside the corpus may use when it imports the files `paths`: all of
+        theirs, and those of everything they import."""
+        seen = np.zeros(len(self.files), dtype=bool)
+        for path in paths:
+            f = self.file_index.get(path)
+            if f is None:
+                raise KeyError(f"file {path!r} is not in the corpus")
+            seen |= self.closure_mask(f)
+            seen[f] = True
+        return seen[self.premise_file]
 
     def accessible_mask(self, path: str, pos: Pos) -> np.ndarray:
         """Premises a theorem at `pos` in `path` may use."""

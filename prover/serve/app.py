@@ -1,13 +1,17 @@
 """The HTTP face of a `SearchService`: FastAPI routes, JSON errors, and the web page.
 
-    POST /search               {state, k, rerank, retriever} -> ranked premises
+    POST /search               {state, k, rerank, retriever, file_path, position, imports}
+                               -> ranked premises (accessible ones only, with a context)
+    POST /generate             LeanCopilot: {name, input, prefix} -> {outputs: [{output, score}]}
+    POST /encode               LeanCopilot: {name, input} -> {outputs: [float, ...]}
     GET  /premise/{full_name}  the premise(s) of that name
     GET  /health               what is loaded, limits, counters
     POST /admin/reload         rebuild from the index/corpus paths (404 unless a token is set)
     GET  /                     the search page;  GET /openapi.json  the schema
 
-Every refusal is a 4xx with `{"error": "...", "field": "..."}`. The interactive /docs page is
-off: it loads its scripts from a CDN, and this service must work offline.
+Every refusal is a 4xx with `{"error": "...", "field": "..."}`, or a 503 with `Retry-After`
+when too many requests of its kind are waiting. The interactive /docs page is off: it loads its
+scripts from a CDN, and this service must work offline.
 """
 from __future__ import annotations
 
@@ -18,18 +22,21 @@ from pathlib import Path
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from prover.serve.errors import ServiceError
-from prover.serve.schemas import (ErrorResponse, Hit, PremiseOut, PremiseResponse, ReloadRequest,
-                                  SearchRequest, SearchResponse)
+from prover.serve.errors import Overloaded, ServiceError
+from prover.serve.schemas import (ContextOut, EncodeRequest, EncodeResponse, ErrorResponse, GenerateRequest,
+                                  GenerateResponse, Generation, Hit, PremiseOut, PremiseResponse,
+                                  ReloadRequest, SearchRequest, SearchResponse)
 from prover.serve.service import SearchService
 
 log = logging.getLogger(__name__)
 
 PAGE = Path(__file__).with_name("page.html")
 ERRORS = {code: {"model": ErrorResponse} for code in (400, 403, 404, 409, 413, 422)}
+QUEUED = {**ERRORS, 503: {"model": ErrorResponse, "description": "Too many requests of this kind are "
+                          "waiting; the Retry-After header says in how many seconds to try again"}}
 
 
 def render_page(cfg) -> str:
@@ -75,7 +82,11 @@ def create_app(service: SearchService) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse(exc.as_json(), status_code=exc.status)
+        # A shed client is told to come back later, so its connection is closed rather than held
+        # idle past the server's keep-alive timeout (a client reusing it then would fail).
+        headers = ({"Retry-After": str(exc.retry_after_s), "Connection": "close"}
+                   if isinstance(exc, Overloaded) else None)
+        return JSONResponse(exc.as_json(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -91,14 +102,39 @@ def create_app(service: SearchService) -> FastAPI:
     async def index() -> HTMLResponse:
         return HTMLResponse(page)
 
-    @app.post("/search", response_model=SearchResponse, responses=ERRORS)
+    @app.post("/search", response_model=SearchResponse, responses=QUEUED)
     async def search(req: SearchRequest) -> SearchResponse:
-        """The k premises most useful for the state, best first."""
+        """The k premises most useful for the state, best first. With `file_path` (and
+        `position`) or `imports`, only the premises accessible there."""
         # The model runs on the service's own thread; awaiting keeps this loop serving others.
-        result = await asyncio.wrap_future(service.submit(req.state, req.k, req.rerank, req.retriever))
+        result = await asyncio.wrap_future(service.submit(req.state, req.k, req.rerank, req.retriever,
+                                                          req.file_path, req.position, req.imports))
+        c = result.context
+        context = None if c is None else ContextOut(
+            file_path=c.file_path, position=list(c.position) if c.position else None, imports=c.imports,
+            unknown_imports=c.unknown_imports, accessible=c.accessible)
         return SearchResponse(retriever=result.retriever, rerank=result.rerank, k=result.k,
                               took_ms=round(result.seconds * 1000, 2), generation=result.generation,
+                              context=context,
                               results=[Hit.ranked(i, h) for i, h in enumerate(result.hits, start=1)])
+
+    @app.post("/generate", response_model=GenerateResponse, responses=QUEUED)
+    async def generate(req: GenerateRequest, response: Response) -> GenerateResponse:
+        """LeanCopilot's external generator: tactics for the proof state `input`, each starting
+        with `prefix`, best first, scored by log-probability. Register this service in Lean as an
+        `ExternalGenerator` (see the README)."""
+        result = await asyncio.wrap_future(service.submit_generate(req.name, req.input, req.prefix))
+        response.headers["Server-Timing"] = f"model;dur={result.seconds * 1000:.1f}"
+        return GenerateResponse(outputs=[Generation(output=s.tactic, score=s.logprob)
+                                         for s in result.suggestions])
+
+    @app.post("/encode", response_model=EncodeResponse, responses=QUEUED)
+    async def encode(req: EncodeRequest, response: Response) -> EncodeResponse:
+        """LeanCopilot's external encoder: the embedding of the proof state `input` by the served
+        retriever `name` (the vector it ranks premises with)."""
+        result = await asyncio.wrap_future(service.submit_encode(req.name, req.input))
+        response.headers["Server-Timing"] = f"model;dur={result.seconds * 1000:.1f}"
+        return EncodeResponse(outputs=result.vector)
 
     @app.get("/premise/{full_name:path}", response_model=PremiseResponse, responses=ERRORS)
     async def premise(full_name: str) -> PremiseResponse:

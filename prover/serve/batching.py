@@ -6,11 +6,15 @@ requests never run the model at once (on a small machine, parallel forward passe
 over the cores), and what queued up for the same retriever meanwhile becomes one batch. With
 `max_wait_s = 0` a lone request never waits for company: batching costs latency only when asked.
 
-Jobs carry a key (which retriever); a batch holds one key, and other keys keep their place.
+Jobs carry a key (which model, and what it is asked); a batch holds one key, and other keys
+keep their place. A key may have its own batch size, and a caller may bound how many jobs of
+its key wait: past the bound `submit` raises `QueueFull` at once, with an estimate of when to
+come back, so a request is refused quickly instead of waiting longer the more others wait.
 """
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -22,6 +26,16 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+class QueueFull(Exception):
+    """Too many jobs of one key are waiting; `retry_after_s` estimates when the queue drains."""
+
+    def __init__(self, key: Hashable, queued: int, retry_after_s: int) -> None:
+        super().__init__(f"{queued} jobs of {key!r} are waiting")
+        self.key = key
+        self.queued = queued
+        self.retry_after_s = retry_after_s
+
+
 @dataclass
 class _Job:
     key: Hashable
@@ -30,10 +44,13 @@ class _Job:
 
 
 class Batcher:
-    """Runs `run(key, items) -> results` (one result per item, in order) on a worker thread."""
+    """Runs `run(key, items) -> results` (one result per item, in order) on a worker thread.
+    A result that is an Exception is raised to that item's caller alone."""
 
     def __init__(self, run: Callable[[Hashable, list[Any]], Sequence[Any]], max_batch_size: int = 32,
-                 max_wait_s: float = 0.0, name: str = "serve-model") -> None:
+                 max_wait_s: float = 0.0, name: str = "serve-model",
+                 batch_size_of: Callable[[Hashable], int | None] | None = None) -> None:
+        """`batch_size_of(key)`, when given and not None for a key, is that key's batch size."""
         if max_batch_size <= 0:
             raise ValueError(f"max_batch_size must be positive, not {max_batch_size}")
         if max_wait_s < 0:
@@ -41,30 +58,50 @@ class Batcher:
         self.run = run
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
+        self.batch_size_of = batch_size_of
         self.batches = 0
         self.items = 0
         self.largest = 0
+        self.refused = 0
+        self._batch_seconds: dict[Hashable, float] = {}  # per key, a moving average
         self._jobs: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, key: Hashable, item: Any) -> Future:
-        """A future of `item`'s result, computed in some batch of jobs with the same key."""
+    def batch_size(self, key: Hashable) -> int:
+        size = self.batch_size_of(key) if self.batch_size_of is not None else None
+        return size or self.max_batch_size
+
+    def submit(self, key: Hashable, item: Any, max_queued: int | None = None) -> Future:
+        """A future of `item`'s result, computed in some batch of jobs with the same key.
+        With `max_queued`, raises QueueFull if that many jobs of `key` are already waiting
+        (the batch running now is not waiting)."""
         future: Future = Future()
         with self._cond:
             if self._closed:
                 raise RuntimeError("the service is shutting down")
+            if max_queued:
+                queued = self._same_key(key)
+                if queued >= max_queued:
+                    self.refused += 1
+                    raise QueueFull(key, queued, self._drain_estimate(key, queued))
             self._jobs.append(_Job(key, item, future))
             self._cond.notify_all()
         return future
+
+    def _drain_estimate(self, key: Hashable, queued: int) -> int:
+        """Whole seconds until `queued` jobs of `key` and the running batch are done (at least 1):
+        what a refused caller is told to wait."""
+        batches = math.ceil(queued / self.batch_size(key)) + 1
+        return max(1, math.ceil(batches * self._batch_seconds.get(key, 0.0)))
 
     def stats(self) -> dict:
         with self._cond:
             return {"batches": self.batches, "items": self.items, "largest_batch": self.largest,
                     "mean_batch": round(self.items / self.batches, 2) if self.batches else 0.0,
-                    "queued": len(self._jobs)}
+                    "queued": len(self._jobs), "refused": self.refused}
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop taking jobs, finish the queued ones, stop the thread."""
@@ -83,8 +120,9 @@ class Batcher:
             if not self._jobs:
                 return None  # closed and drained
             key = self._jobs[0].key
+            size = self.batch_size(key)
             deadline = time.monotonic() + self.max_wait_s
-            while not self._closed and self._same_key(key) < self.max_batch_size:
+            while not self._closed and self._same_key(key) < size:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -92,7 +130,7 @@ class Batcher:
             batch: list[_Job] = []
             rest: deque[_Job] = deque()
             for job in self._jobs:
-                (batch if job.key == key and len(batch) < self.max_batch_size else rest).append(job)
+                (batch if job.key == key and len(batch) < size else rest).append(job)
             self._jobs = rest
             return batch
 
@@ -102,6 +140,7 @@ class Batcher:
             live = [j for j in batch if j.future.set_running_or_notify_cancel()]
             if not live:
                 continue
+            t0 = time.perf_counter()
             try:
                 results = self.run(live[0].key, [j.item for j in live])
                 if len(results) != len(live):
@@ -111,9 +150,16 @@ class Batcher:
                 for j in live:
                     j.future.set_exception(e)
                 continue
+            seconds = time.perf_counter() - t0
             with self._cond:
+                last = self._batch_seconds.get(live[0].key)
+                self._batch_seconds[live[0].key] = seconds if last is None else 0.8 * last + 0.2 * seconds
                 self.batches += 1
                 self.items += len(live)
                 self.largest = max(self.largest, len(live))
             for j, r in zip(live, results):
-                j.future.set_result(r)
+                # An exception as a result is that one job's failure: the rest of its batch stands.
+                if isinstance(r, Exception):
+                    j.future.set_exception(r)
+                else:
+                    j.future.set_result(r)

@@ -34,3 +34,13 @@ class Conflict(ServiceError):
     """The request is fine but cannot be done now (a reload already running, a stale index)."""
 
     status = 409
+
+
+class Overloaded(ServiceError):
+    """Too much work is queued: come back in `retry_after_s` seconds (sent as Retry-After)."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after_s: int, field: str | None = None) -> None:
+        super().__init__(message, field)
+        self.retry_after_s = retry_after_s

@@ -2,6 +2,8 @@
 
 Request fields are strict (`"k": "5"` or `"rerank": "yes"` is an error, not a guess) and
 unknown fields are refused, so a typo such as `top_k` says so instead of being ignored.
+`/generate` and `/encode` take and give exactly LeanCopilot's external-model JSON
+(`LeanCopilot/Models/External.lean`): the field names there are a protocol, not ours to choose.
 """
 from __future__ import annotations
 
@@ -19,6 +21,14 @@ class SearchRequest(BaseModel):
     rerank: bool = Field(False, description="Re-rank the first stage's top k1 with CAR")
     retriever: str | None = Field(None, description="First stage (default: the service's default); "
                                                     "`cfr+car` is `cfr` with rerank")
+    file_path: str | None = Field(None, description="The file being worked on, a file of the corpus "
+                                  "(`Mathlib/Data/Nat/Basic.lean`, `Mathlib.Data.Nat.Basic`, or a path "
+                                  "ending in one): only premises accessible there are ranked")
+    position: list[int] | None = Field(None, description="`[line, column]` in `file_path` (1-based "
+                                       "line): its own declarations count only if they end before it. "
+                                       "Default: the end of the file")
+    imports: list[str] | None = Field(None, description="For a file outside the corpus: the modules it "
+                                      "imports; only their premises and those they import are ranked")
 
 
 class PremiseOut(BaseModel):
@@ -48,13 +58,58 @@ class Hit(PremiseOut):
         return cls(**PremiseOut.of(r.premise).model_dump(), rank=rank, score=r.score, index=r.index)
 
 
+class ContextOut(BaseModel):
+    file_path: str | None = Field(None, description="The file, as the corpus names it")
+    position: list[int] | None = Field(None, description="null: the end of the file")
+    imports: list[str] = Field(default_factory=list, description="The imports found in the corpus")
+    unknown_imports: list[str] = Field(default_factory=list,
+                                       description="Imports not in the corpus (no premises of theirs "
+                                                   "are searched)")
+    accessible: int = Field(description="How many premises were ranked")
+
+
 class SearchResponse(BaseModel):
     retriever: str
     rerank: bool
     k: int
     took_ms: float
     generation: int = Field(description="Which load answered; it grows by one on each reload")
+    context: ContextOut | None = Field(None, description="The theorem context searched in, if given")
     results: list[Hit]
+
+
+class GenerateRequest(BaseModel):
+    """LeanCopilot's `GeneratorRequest`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(description="Which served generator (GET /health lists them)")
+    input: str = Field(description="A proof state, as LeanCopilot sends it")
+    prefix: str | None = Field("", description="Every tactic starts with this (LeanCopilot's "
+                               "`suggest_tactics \"rw\"`); empty: no constraint")
+
+
+class Generation(BaseModel):
+    output: str = Field(description="A tactic")
+    score: float = Field(description="log P(tactic | input), the whole tactic, prefix included")
+
+
+class GenerateResponse(BaseModel):
+    outputs: list[Generation] = Field(description="Distinct tactics, best first")
+
+
+class EncodeRequest(BaseModel):
+    """LeanCopilot's `EncoderRequest`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(description="Which served dense retriever (GET /health lists the encoders)")
+    input: str = Field(description="A proof state")
+
+
+class EncodeResponse(BaseModel):
+    outputs: list[float] = Field(description="The state's embedding: premises are ranked by their "
+                                             "inner product with it")
 
 
 class PremiseResponse(BaseModel):

@@ -1,9 +1,12 @@
-"""`SearchService`: the corpus and the named retrievers, searched safely from many threads.
+"""`SearchService`: the corpus, the named retrievers and generators, used safely from many threads.
 
 Requests are checked here (so the FastAPI app and the Ray Serve deployment refuse the same
-things with the same messages), then handed to one model thread (`Batcher`). What is searched
-is one `Loaded` generation; `reload()` builds the next one beside it while the current one
-keeps answering, then swaps the reference, so a search never sees half a reload.
+things with the same messages), then handed to one model thread (`Batcher`): searches,
+LeanCopilot's tactic generations and state encodings take turns on it, each kind batched with
+its own kind. Each key has a bound on waiting requests; past it a request is refused at once
+(503, `Overloaded`) instead of waiting longer the more others wait. What is searched is one
+`Loaded` generation; `reload()` builds the next one beside it while the current one keeps
+answering, then swaps the reference, so a search never sees half a reload.
 """
 from __future__ import annotations
 
@@ -16,10 +19,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from prover.data.errors import DataError
+from prover.data.errors import DataError, UserInputError
 from prover.data.premise import Premise
-from prover.serve.batching import Batcher
-from prover.serve.errors import BadRequest, Conflict, Forbidden, NotFound, StateTooLong
+from prover.serve.batching import Batcher, QueueFull
+from prover.serve.context import ResolvedContext, context_fits, resolve_context
+from prover.serve.errors import (BadRequest, Conflict, Forbidden, NotFound, Overloaded, ServiceError,
+                                 StateTooLong)
+from prover.serve.generation import Encoded, Generated, ServedGenerator, can_encode, load_generators
 from prover.serve.loading import RERANK_SUFFIX, Loaded, load
 from retriever.base import RankedPremise
 from retriever.faiss_index import StaleIndexError
@@ -35,23 +41,36 @@ class SearchResult:
     hits: list[RankedPremise]
     generation: int  # which load answered (it changes on reload)
     seconds: float  # from submission to answer, queueing included
+    context: ResolvedContext | None = None  # where the search came from, if it said
 
 
 class SearchService:
-    """Thread-safe premise search over the retrievers named in a `ServeConfig`."""
+    """Thread-safe premise search over the retrievers named in a `ServeConfig`, and LeanCopilot's
+    generation (its `generators`) and encoding (its dense retrievers)."""
 
-    def __init__(self, cfg: Any, loaded: Loaded | None = None) -> None:
+    def __init__(self, cfg: Any, loaded: Loaded | None = None,
+                 generators: dict[str, ServedGenerator] | None = None) -> None:
         self.cfg = cfg
         if cfg.threads:
             import torch
             torch.set_num_threads(int(cfg.threads))
+        # Generators first: a wrong model folder is told before seconds of corpus loading.
+        self.generators = generators if generators is not None else load_generators(cfg.generators, cfg.device)
         self._loaded = loaded if loaded is not None else load(cfg)
         self.default_retriever = cfg.default_retriever or list(cfg.retrievers)[0]
+        for g in self.generators.values():
+            if g.cfg.premises:  # a typo here should stop the start, not fail every request
+                try:
+                    self._resolve(g.cfg.premises, False)
+                except BadRequest as e:
+                    raise UserInputError(f"generator {g.name!r} takes premises from "
+                                         f"{g.cfg.premises!r}: {e.message}") from None
         self._reload_lock = threading.Lock()
         self._stats_lock = threading.Lock()
-        self._counts = {"searches": 0, "rejected": 0, "failed": 0, "reloads": 0}
+        self._counts = {"searches": 0, "generations": 0, "encodings": 0, "rejected": 0, "shed": 0,
+                        "failed": 0, "reloads": 0}
         self._batcher = Batcher(self._run_batch, cfg.batching.max_batch_size,
-                                cfg.batching.max_wait_ms / 1000.0)
+                                cfg.batching.max_wait_ms / 1000.0, batch_size_of=self._batch_size)
         self.started_at = time.time()
 
     @property
@@ -84,52 +103,155 @@ class SearchService:
                              "model (rerank=false)", "rerank")
         return name, rerank
 
+    def _check_text(self, text: str, field: str) -> None:
+        limits = self.cfg.limits
+        if not isinstance(text, str) or not text.strip():
+            raise BadRequest(f"{field} is empty: paste a proof state (hypotheses, then ⊢ goal) or a "
+                             "statement", field)
+        if len(text) > limits.max_state_chars:
+            raise StateTooLong(f"{field} has {len(text):,} characters; the limit is "
+                               f"{limits.max_state_chars:,}", field)
+
     def _check(self, state: str, k: int | None) -> int:
         limits = self.cfg.limits
-        if not isinstance(state, str) or not state.strip():
-            raise BadRequest("state is empty: paste a proof state (hypotheses, then ⊢ goal) or a "
-                             "statement", "state")
-        if len(state) > limits.max_state_chars:
-            raise StateTooLong(f"state has {len(state):,} characters; the limit is "
-                               f"{limits.max_state_chars:,}", "state")
+        self._check_text(state, "state")
         k = limits.default_k if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.max_k:
             raise BadRequest(f"k must be an integer from 1 to {limits.max_k}, not {k!r}", "k")
         return k
 
+    def _queue(self, key: tuple, item: tuple, max_queued: int, what: str) -> Future:
+        try:
+            return self._batcher.submit(key, item, max_queued)
+        except QueueFull as e:
+            self._count("shed")
+            raise Overloaded(f"{what} has {e.queued} requests waiting, its limit; retry in "
+                             f"{e.retry_after_s} s", e.retry_after_s) from None
+
+    def _batch_size(self, key: Hashable) -> int | None:
+        if key[0] == "generate":
+            return self.generators[key[1]].cfg.max_batch_size
+        return None  # searches and encodings: batching.max_batch_size
+
     # --- searching --------------------------------------------------------------------------
     def submit(self, state: str, k: int | None = None, rerank: bool | None = None,
-               retriever: str | None = None) -> Future:
-        """Check the request (a ServiceError if bad) and queue it; the future holds a SearchResult."""
+               retriever: str | None = None, file_path: str | None = None,
+               position: list[int] | None = None, imports: list[str] | None = None) -> Future:
+        """Check the request (a ServiceError if bad) and queue it; the future holds a SearchResult.
+        With `file_path` (and `position`, default: the end of the file) or `imports`, only the
+        premises accessible there are ranked."""
         try:
             k = self._check(state, k)
             name, rerank = self._resolve(retriever, rerank)
+            context = resolve_context(self._loaded.corpus, file_path, position, imports)
         except (BadRequest, StateTooLong):
             self._count("rejected")
             raise
-        return self._batcher.submit((name, rerank), (state, k, time.perf_counter()))
+        return self._queue(("search", name, rerank), (state, k, context, time.perf_counter()),
+                           self.cfg.batching.max_queued, f"retriever {name}{RERANK_SUFFIX if rerank else ''}")
 
     def search(self, state: str, k: int | None = None, rerank: bool | None = None,
-               retriever: str | None = None) -> SearchResult:
+               retriever: str | None = None, file_path: str | None = None,
+               position: list[int] | None = None, imports: list[str] | None = None) -> SearchResult:
         """The k best premises for `state`: blocking form of `submit`."""
-        return self.submit(state, k, rerank, retriever).result()
+        return self.submit(state, k, rerank, retriever, file_path, position, imports).result()
 
-    def _run_batch(self, key: Hashable, items: list[tuple[str, int, float]]) -> list[SearchResult]:
-        name, rerank = key
-        loaded = self._loaded  # one generation for the whole batch, even if a reload swaps now
-        states = [s for s, _, _ in items]
+    # --- LeanCopilot: generating and encoding -------------------------------------------------
+    def generator_names(self) -> list[str]:
+        return list(self.generators)
+
+    def encoder_names(self) -> list[str]:
+        return [n for n, r in self._loaded.first_stages.items() if can_encode(r)]
+
+    def submit_generate(self, name: str, state: str, prefix: str | None = None) -> Future:
+        """Check a LeanCopilot generation request and queue it; the future holds a Generated."""
+        prefix = prefix or ""
         try:
-            # A search engine has no theorem context: every premise of the corpus is a candidate.
-            ranked = loaded.get(name, rerank).retrieve(states, max(k for _, k, _ in items),
-                                                       [None] * len(states))
+            generator = self.generators.get(name)
+            if generator is None:
+                have = ", ".join(self.generators) or "none (start it with generators=[...])"
+                raise NotFound(f"unknown generator {name!r}; this service has: {have}", "name")
+            self._check_text(state, "input")
+            generator.check_prefix(prefix)
+        except ServiceError:
+            self._count("rejected")
+            raise
+        return self._queue(("generate", name), (state, prefix, time.perf_counter()),
+                           generator.cfg.max_queued, f"generator {name!r}")
+
+    def generate(self, name: str, state: str, prefix: str | None = None) -> Generated:
+        return self.submit_generate(name, state, prefix).result()
+
+    def submit_encode(self, name: str, state: str) -> Future:
+        """Check a LeanCopilot encoding request and queue it; the future holds an Encoded."""
+        try:
+            if name not in self.encoder_names():
+                why = (f" ({name} ranks without a state embedding)" if name in self._loaded.first_stages
+                       else "")
+                raise NotFound(f"no encoder named {name!r}{why}; this service encodes with: "
+                               f"{', '.join(self.encoder_names()) or 'none (serve cfr or reprover)'}", "name")
+            self._check_text(state, "input")
+        except ServiceError:
+            self._count("rejected")
+            raise
+        return self._queue(("encode", name), (state, time.perf_counter()),
+                           self.cfg.batching.max_queued, f"encoder {name!r}")
+
+    def encode(self, name: str, state: str) -> Encoded:
+        return self.submit_encode(name, state).result()
+
+    # --- the model thread -----------------------------------------------------------------------
+    def _run_batch(self, key: Hashable, items: list[tuple]) -> list[Any]:
+        run = {"search": self._run_search, "generate": self._run_generate, "encode": self._run_encode}[key[0]]
+        try:
+            return run(key, items)
         except Exception:
             self._count("failed")
             raise
+
+    def _run_search(self, key: tuple, items: list[tuple]) -> list[SearchResult | Exception]:
+        _, name, rerank = key
+        loaded = self._loaded  # one generation for the whole batch, even if a reload swaps now
+        # A context was checked against the corpus of its submission; a reload since may have
+        # dropped its files. Such a request fails alone, and the rest of the batch is answered.
+        out: list[SearchResult | Exception] = [
+            Conflict("the corpus was reloaded while this search waited, and the new one lacks its "
+                     "file; send it again", "file_path")
+            if c is not None and not context_fits(loaded.corpus, c) else None for _, _, c, _ in items]
+        todo = [i for i, r in enumerate(out) if r is None]
+        if todo:
+            ranked = loaded.get(name, rerank).retrieve(
+                [items[i][0] for i in todo], max(items[i][1] for i in todo),
+                [items[i][2].context if items[i][2] is not None else None for i in todo])
+            done = time.perf_counter()
+            for i, hits in zip(todo, ranked):
+                _, k, c, t0 = items[i]
+                out[i] = SearchResult(name, rerank, k, hits[:k], loaded.generation, done - t0, c)
+        with self._stats_lock:
+            self._counts["searches"] += len(todo)
+        return out
+
+    def _run_generate(self, key: tuple, items: list[tuple]) -> list[Generated]:
+        generator = self.generators[key[1]]
+        states = [s for s, _, _ in items]
+        premises: list[list[Premise]] = [[] for _ in items]
+        if generator.cfg.premises:
+            name, rerank = self._resolve(generator.cfg.premises, False)
+            ranked = self._loaded.get(name, rerank).retrieve(states, generator.cfg.premises_k,
+                                                             [None] * len(states))
+            premises = [[h.premise for h in hits] for hits in ranked]
+        rows = generator.generate(states, [p for _, p, _ in items], premises)
         done = time.perf_counter()
         with self._stats_lock:
-            self._counts["searches"] += len(items)
-        return [SearchResult(name, rerank, k, hits[:k], loaded.generation, done - t0)
-                for (_, k, t0), hits in zip(items, ranked)]
+            self._counts["generations"] += len(items)
+        return [Generated(generator.name, row, done - t0) for (_, _, t0), row in zip(items, rows)]
+
+    def _run_encode(self, key: tuple, items: list[tuple]) -> list[Encoded]:
+        vectors = self._loaded.first_stages[key[1]].encode_states([s for s, _ in items])
+        done = time.perf_counter()
+        with self._stats_lock:
+            self._counts["encodings"] += len(items)
+        return [Encoded(key[1], [float(x) for x in v], done - t0) for (_, t0), v in zip(items, vectors)]
 
     def premises(self, full_name: str) -> list[Premise]:
         """Every premise called `full_name` (a few names are declared in more than one file)."""
@@ -187,6 +309,7 @@ class SearchService:
         limits = self.cfg.limits
         return {"status": "ok", **self._describe(loaded), "retrievers": self.retriever_names(),
                 "default_retriever": self.default_retriever, "rerank": bool(loaded.rerankers),
+                "generators": self.generator_names(), "encoders": self.encoder_names(),
                 "limits": {"max_state_chars": limits.max_state_chars, "max_k": limits.max_k,
                            "default_k": limits.default_k},
                 "admin": bool(self.cfg.admin_token), "uptime_s": round(time.time() - self.started_at, 1),

@@ -20,6 +20,30 @@ class BatchConfig:
     # How long a lone request waits for company. 0: it runs as soon as the model is free, and
     # requests that queued meanwhile form the next batch, so batching costs no latency.
     max_wait_ms: float = 0.0
+    # Searches of one retriever waiting behind the running batch; past it a request gets 503 and
+    # Retry-After at once, instead of a wait that grows with the queue. 0: no bound.
+    max_queued: int = 256
+
+
+@dataclass
+class GeneratorServeConfig:
+    """A tactic generator answering LeanCopilot's `POST /generate` under `name`."""
+
+    name: str = "generator"  # what LeanCopilot's ExternalGenerator sends as `name`
+    model: str | None = None  # a trained generator folder (<run_dir>/generator/model) or a hub id
+    num_samples: int = 8  # tactics asked for per request (distinct ones are returned, best first)
+    method: str = "beam"  # beam | sampling
+    temperature: float = 1.0  # sampling only
+    # Premises put before the state, as proof search does: a served retriever (`cfr`, `cfr+car`,
+    # ...) and how many. None: the state alone, as LeanCopilot's own generator sees it.
+    premises: str | None = None
+    premises_k: int = 10
+    # States per model call. Beam search decodes num_samples sequences per state, so batches are
+    # smaller than the retrievers'.
+    max_batch_size: int = 8
+    # Requests waiting behind the running batch; past it a request gets 503 and Retry-After.
+    # Bounds the wait: about (max_queued / max_batch_size + 1) batch times. 0: no bound.
+    max_queued: int = 8
 
 
 @dataclass
@@ -44,6 +68,9 @@ class ServeConfig:
     retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
     default_retriever: str | None = None  # None: the first of `retrievers`
     rerank: bool = True  # load <index>/car/model so requests may ask for re-ranking
+    # Tactic generators for LeanCopilot's POST /generate (none: /generate answers 404). The
+    # served dense retrievers (cfr, cfr-conventional, reprover) answer POST /encode by name.
+    generators: list[GeneratorServeConfig] = field(default_factory=list)
     require_index: bool = True  # refuse to start if cfr/index is missing instead of encoding the corpus
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads (None: torch's default)
@@ -63,7 +90,8 @@ class ServeConfig:
 @dataclass
 class ServeBenchmarkConfig:
     serve: ServeConfig = field(default_factory=ServeConfig)
-    # Each mode is a retriever name, `+car` meaning the same first stage with rerank: true.
+    # Each mode is a retriever name (POST /search), `+car` meaning the same first stage with
+    # rerank: true, or `generate:<name>` (POST /generate to that served generator).
     modes: list[str] = field(default_factory=lambda: ["cfr", "cfr+car"])
     concurrency: list[int] = field(default_factory=lambda: [1, 8, 64])
     duration_s: float = 20.0  # measured time per (mode, concurrency)
