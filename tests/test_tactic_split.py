@@ -1,0 +1,119 @@
+"""Tactic-level data from statement-level proofs (issue 19): the splitter on hand-written
+proofs, the goals the source states, premise-to-tactic assignment, pseudo steps, and
+build-data's determinism."""
+from __future__ import annotations
+
+from prover.data.proof_split import blank_comments, split_proof
+from prover.data.theorem import load_theorems
+from tests.conftest import require
+
+
+def texts(proof: str) -> list[str]:
+    return [t.text for t in split_proof(proof).tactics]
+
+
+def goals(proof: str) -> list[tuple[str, str, str]]:
+    return [(g.kind, g.goal, g.target.text) for g in split_proof(proof).goals]
+
+
+def test_newline_and_semicolon_sequences():
+    assert texts("by\n  intro x\n  simp [foo]\n  exact bar x") == ["intro x", "simp [foo]", "exact bar x"]
+    assert texts("by simp; ring") == ["simp", "ring"]
+    assert texts("by\n  rw [add_comm]; exact le_add _ (by decide)") == ["rw [add_comm]", "exact le_add _ (by decide)"]
+    # Continuation lines stay in their tactic, dedented by its column (LeanDojo's rule).
+    assert texts("by\n  refine foo (p := a)\n    (q := b) ?_\n  exact h") == ["refine foo (p := a)\n  (q := b) ?_", "exact h"]
+    # Newlines and `;` inside brackets do not split.
+    assert texts("by\n  rcases h with ⟨x,\n  hx⟩\n  simp [a; b,\n  c]") == ["rcases h with ⟨x,\nhx⟩", "simp [a; b,\nc]"]
+    assert texts("by\n  exact \"a; b\"\n  rfl") == ['exact "a; b"', "rfl"]
+
+
+def test_cdot_blocks_are_flattened_into_their_tactics():
+    proof = ("by\n  constructor\n  · intro h\n    simp [h]\n  · rcases h with ⟨x, hx⟩\n"
+             "    · exact hx\n    . simp at hx\n      exact hx.1")
+    assert texts(proof) == ["constructor", "intro h", "simp [h]", "rcases h with ⟨x, hx⟩", "exact hx",
+                            "simp at hx", "exact hx.1"]
+    # `; · tac` and `· a; b` (the `;` belongs to the block).
+    assert texts("by\n  induction' l with a l ih; · contradiction\n  · simp; ring") == [
+        "induction' l with a l ih", "contradiction", "simp", "ring"]
+
+
+def test_case_and_next_blocks_are_flattened_alternatives_are_not():
+    proof = ("by\n  induction n with\n  | zero => simp\n  | succ n ih =>\n    rw [pow_succ]\n    exact ih\n"
+             "  case h => exact bar\n  next x =>\n    simp\n    ring")
+    assert texts(proof) == ["induction n with\n| zero => simp\n| succ n ih =>\n  rw [pow_succ]\n  exact ih",
+                            "exact bar", "simp", "ring"]
+
+
+def test_combinators_calc_and_nested_by_stay_in_one_tactic():
+    assert texts("by\n  cases o₁ <;> cases o₂ <;> decide\n  split <;> [rfl; simp [go]]") == [
+        "cases o₁ <;> cases o₂ <;> decide", "split <;> [rfl; simp [go]]"]
+    # A line ending in `<;>` and a line starting with it continue the tactic.
+    assert texts("by\n  rcases h with h | h <;>\n  [left; right] <;>\n  simp\n  done") == [
+        "rcases h with h | h <;>\n[left; right] <;>\nsimp", "done"]
+    assert texts("by\n  cases h\n  <;> simp\n  rfl") == ["cases h\n<;> simp", "rfl"]
+    calc = "calc a = b := by simp\n    _ ≤ c := by\n      gcongr\n      simp\n    _ < d := foo"
+    assert texts(f"by\n  intro x\n  {calc}\n  done") == ["intro x", calc.replace("\n  ", "\n"), "done"]
+    assert texts("by\n  calc\n  a = b := p\n  _ = c := q") == ["calc\na = b := p\n_ = c := q"]
+    assert texts("by\n  have h : p := by\n    simp\n    ring\n  exact h") == ["have h : p := by\n  simp\n  ring", "exact h"]
+    assert texts("by\n  exact foo (by simp; ring) fun x => by\n    simp") == ["exact foo (by simp; ring) fun x => by\n  simp"]
+    assert texts("by\n  refine ⟨fun i ↦ letI := t i; inst, ?_⟩\n  simp") == ["refine ⟨fun i ↦ letI := t i; inst, ?_⟩", "simp"]
+
+
+def test_comments_are_removed_and_spans_kept():
+    proof = "by\n  simp -- done; not a split\n  /- a /- nested -/ block\n  comment -/\n  ring"
+    assert blank_comments(proof).count("\n") == proof.count("\n") and len(blank_comments(proof)) == len(proof)
+    sp = split_proof(proof)
+    assert [t.text for t in sp.tactics] == ["simp", "ring"]
+    assert [proof[t.start:t.end] for t in sp.tactics] == ["simp", "ring"]
+    assert texts('by\n  trace "-- not a comment"\n  rfl') == ['trace "-- not a comment"', "rfl"]
+
+
+def test_term_proofs_become_exact():
+    sp = split_proof("Dvd.elim h fun d ceq =>\n    Dvd.intro (a * d) (by simp [ceq])")
+    assert sp.mode == "term" and sp.tactics == ()
+    assert sp.term.text == "exact Dvd.elim h fun d ceq =>\n  Dvd.intro (a * d) (by simp [ceq])"
+    assert split_proof("max_le_iff").term.text == "exact max_le_iff"
+    # Equations give nothing to `exact`.
+    eq = split_proof("| 0 => by simp\n  | n + 1 => by rw [pow_succ]")
+    assert eq.mode == "equations" and eq.term is None and eq.goals == ()
+
+
+def test_stated_goals():
+    proof = ("by\n  have h : a = b := by\n    simp\n    ring\n  have h2 : b = c := foo _ _\n  show a = c\n"
+             "  rw [h, h2, show (2 : ℝ) = 1 + 1 by norm_num]\n  suffices hs : c = d by simpa using hs\n"
+             "  calc c = e := by rw [x]\n    _ = d := bar\n  have h3 (x : α) : p x := q\n  have := h4")
+    assert goals(proof) == [
+        ("have", "a = b", "simp"),
+        ("have", "b = c", "exact foo _ _"),
+        ("show", "a = c", "rw [h, h2, show (2 : ℝ) = 1 + 1 by norm_num]"),
+        ("show", "(2 : ℝ) = 1 + 1", "norm_num"),
+        ("suffices", "c = d", "calc c = e := by rw [x]\n  _ = d := bar"),
+        ("calc", "c = e", "rw [x]"),
+        ("calc", "e = d", "exact bar"),
+    ]  # binders (h3) and an untyped `have` state no goal
+    # Mathlib's bodyless `have h : T`: the next tactic proves T; nested blocks are searched too.
+    assert goals("by\n  have h : p\n  · exact hp\n  obtain ⟨x, hx⟩ : ∃ x, q x := by\n    have k : r := s\n    exact t k") == [
+        ("have", "p", "exact hp"), ("have", "∃ x, q x", "have k : r := s"), ("have", "r", "exact s")]
+    # Term proofs: a `have` chain, and a `calc` inside a term (`calc a` then `_ = b` steps).
+    assert goals("have h : T := foo\n  ⟨h, bar⟩") == [("have", "T", "exact foo")]
+    assert goals("lt_irrefl a $\n    calc\n      a = a % b := by simpa using h\n      _ < b := mod_lt a hb") == [
+        ("calc", "a = a % b", "simpa using h"), ("calc", "a % b < b", "exact mod_lt a hb")]
+    assert goals("calc a\n    _ = b := p\n    _ ≤ _ := q") == [("calc", "a = b", "exact p")]
+
+
+def test_split_matches_real_leandojo_steps(data_root):
+    """The 12 theorems of leandojo-real/val whose source proof mathlib-src also has (in its
+    val/test splits): each tactic of the 10 `by` proofs is, character for character, a real step."""
+    src = require(data_root / "mathlib-src")
+    real = {t.full_name: t for t in load_theorems(require(src / "leandojo-real" / "val.json")) if t.traced_tactics}
+    ours = {t.full_name: t for split in ("random/val", "random/test", "novel_premises/val", "novel_premises/test")
+            for t in load_theorems(src / f"{split}.json") if t.full_name in real}
+    assert len(ours) == 12
+    checked = 0
+    for name, thm in ours.items():
+        split = split_proof(thm.traced_tactics[0].tactic)
+        steps = {t.tactic for t in real[name].traced_tactics}
+        for t in split.tactics:
+            assert t.text in steps, (name, t.text)
+            checked += 1
+    assert checked == 25
