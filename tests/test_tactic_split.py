@@ -3,8 +3,18 @@ proofs, the goals the source states, premise-to-tactic assignment, pseudo steps,
 build-data's determinism."""
 from __future__ import annotations
 
+import json
+
 from prover.data.proof_split import blank_comments, split_proof
-from prover.data.theorem import load_theorems
+from prover.data.tactic_steps import (
+    PseudoStep,
+    assign_premises,
+    goal_state,
+    premise_spans,
+    pseudo_steps,
+    tactic_level,
+)
+from prover.data.theorem import AnnotatedPremise, Theorem, TracedTactic, load_theorems
 from tests.conftest import require
 
 
@@ -99,6 +109,63 @@ def test_stated_goals():
     assert goals("lt_irrefl a $\n    calc\n      a = a % b := by simpa using h\n      _ < b := mod_lt a hb") == [
         ("calc", "a = a % b", "simpa using h"), ("calc", "a % b < b", "exact mod_lt a hb")]
     assert goals("calc a\n    _ = b := p\n    _ ≤ _ := q") == [("calc", "a = b", "exact p")]
+
+
+def _tactic(text: str, annotated: str, names: list[str]) -> TracedTactic:
+    prems = tuple(AnnotatedPremise(n, "F.lean", (1, 1), (1, 2)) for n in names)
+    return TracedTactic(text, annotated, prems, "x : ℕ\nh : 0 < x\n⊢ x ≠ 0\n  ∧ True", "no goals")
+
+
+def test_premises_go_to_the_tactic_whose_span_holds_them():
+    text = "by\n  rw [foo_bar]\n  · exact Nat.lt_irrefl _ (baz x)\n  simp [foo_bar]"
+    ann = "by\n  rw [<a>foo_bar</a>]\n  · exact <a>Nat.lt_irrefl</a> _ (baz x)\n  simp [<a>foo_bar</a>]"
+    tac = _tactic(text, ann, ["A.foo_bar", "Nat.lt_irrefl", "A.foo_bar"])
+    spans = premise_spans(tac)
+    assert [text[s:e] for s, e in spans] == ["foo_bar", "Nat.lt_irrefl", "foo_bar"]
+    targets = list(split_proof(text).tactics)
+    assert [[p.full_name for p in ps] for ps in assign_premises(tac, targets, spans)] == [
+        ["A.foo_bar"], ["Nat.lt_irrefl"], ["A.foo_bar"]]
+    # When the annotation does not line up (here one entry too many): by name, or a suffix
+    # of it after a dot, as a whole identifier (`baz` is not in `bazooka`).
+    bad = _tactic(text, ann, ["A.foo_bar", "Nat.lt_irrefl", "A.foo_bar", "Q.baz"])
+    assert premise_spans(bad) is None
+    assert [[p.full_name for p in ps] for ps in assign_premises(bad, targets, None)] == [
+        ["A.foo_bar", "A.foo_bar"], ["Nat.lt_irrefl", "Q.baz"], ["A.foo_bar", "A.foo_bar"]]
+
+
+def _theorem(tac: TracedTactic) -> Theorem:
+    return Theorem("", "", "F.lean", "thm", (5, 1), (9, 1), (tac,))
+
+
+def test_pseudo_steps_states_kinds_budget_and_repeats():
+    text = "by\n  have h : x ≠ 0 := by\n    omega\n  simp\n  · simp\n  exact ⟨h, trivial⟩\n  exact " + "a" * 40
+    tac = _tactic(text, text, [])
+    steps = pseudo_steps(_theorem(tac), max_target_bytes=40)
+    assert [(s.kind, s.tactic, s.approximate_state) for s in steps] == [
+        ("first_tactic", "have h : x ≠ 0 := by\n  omega", False),
+        ("later_tactic", "simp", True),  # the second `simp` is a repeat at the same state
+        ("later_tactic", "exact ⟨h, trivial⟩", True),
+        ("have_goal", "omega", True),
+    ]  # `exact aaa...` is over the budget
+    assert all(s.state_before == tac.state_before for s in steps[:3])
+    assert steps[3].state_before == "x : ℕ\nh : 0 < x\n⊢ x ≠ 0"
+    assert goal_state("a : α\n⊢ p\n  ∧ q", "r") == "a : α\n⊢ r"
+    term = pseudo_steps(_theorem(_tactic("Nat.pos_iff_ne_zero.mp h", "", [])), max_target_bytes=0)
+    assert [(s.kind, s.tactic, s.approximate_state) for s in term] == [
+        ("term_exact", "exact Nat.pos_iff_ne_zero.mp h", False)]
+    assert isinstance(term[0], PseudoStep) and term[0].state_before == tac.state_before
+
+
+def test_tactic_level_counts_and_passes_real_records_through():
+    one = _theorem(_tactic("by\n  simp\n  · ring\n  · exact " + "b" * 30, "", []))
+    real = Theorem("", "", "F.lean", "real", (1, 1), (2, 1), (_tactic("simp", "simp", []),) * 2)
+    out, stats = tactic_level([one, real], max_target_bytes=20)
+    assert out[1] is real and [s.tactic for s in out[0].traced_tactics] == ["simp", "ring"]
+    d = stats.as_dict()
+    assert d["theorems"] == 2 and d["passed_through"] == 1 and d["tactic_proofs"] == 1
+    assert d["kept"]["first_tactic"] == 1 and d["kept"]["later_tactic"] == 1
+    assert d["dropped_over_budget"]["later_tactic"] == 1 and d["steps"] == 2 and d["approximate_state"] == 1
+    json.dumps(d)  # it goes into the .stats.json
 
 
 def test_split_matches_real_leandojo_steps(data_root):
