@@ -3,8 +3,17 @@ proofs, the goals the source states, premise-to-tactic assignment, pseudo steps,
 build-data's determinism."""
 from __future__ import annotations
 
+import hashlib
 import json
 
+import pytest
+from omegaconf import OmegaConf
+
+from generator.data import _fingerprint, build_split
+from generator.settings import GeneratorTrainConfig
+from prover.config import load_config
+from prover.data.dataset import Dataset
+from prover.data.jsonio import iter_jsonl
 from prover.data.proof_split import blank_comments, split_proof
 from prover.data.tactic_steps import (
     PseudoStep,
@@ -184,3 +193,44 @@ def test_split_matches_real_leandojo_steps(data_root):
             assert t.text in steps, (name, t.text)
             checked += 1
     assert checked == 25
+
+
+def test_build_data_is_deterministic_under_a_seed(tmp_path, mini_root):
+    ds = Dataset(mini_root)
+    corpus = ds.corpus()
+
+    def build(run: str, seed: int) -> tuple[bytes, bytes, dict]:
+        cfg = load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml", [
+            f"run_dir={tmp_path / run}", f"data.root={mini_root}", "data.granularity=tactic",
+            f"seed={seed}", "input.max_target_bytes=256"])
+        path, stats = build_split(cfg, "random/val", ds, corpus)
+        return path.read_bytes(), path.with_name("random-val.stats.json").read_bytes(), stats
+
+    a, a_stats, stats = build("a", 1)
+    b, b_stats, _ = build("b", 1)
+    c, _, _ = build("c", 2)
+    assert a == b and a_stats == b_stats  # byte-identical, gzip header included
+    assert a != c
+    st = stats["tactic_steps"]
+    assert stats["granularity"] == "tactic" and stats["examples"] == st["steps"] > st["theorems"] // 2
+    assert st["kept"]["first_tactic"] > 0 and st["kept"]["term_exact"] > 0 and st["kept"]["later_tactic"] > 0
+    rows = [row for _, row in iter_jsonl(tmp_path / "a" / "data" / "random-val.jsonl.gz")]
+    assert {r["kind"] for r in rows} >= {"first_tactic", "later_tactic", "term_exact"}
+    assert all(r["approximate_state"] == (r["kind"] not in ("first_tactic", "term_exact")) for r in rows)
+    assert all(len(r["tactic"].encode()) <= 256 for r in rows)
+
+
+def test_statement_granularity_is_unchanged(tmp_path, mini_root):
+    """The default keeps the rows and the fingerprint they had before granularity existed."""
+    cfg = load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml", [f"data.root={mini_root}"])
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    del data["granularity"]
+    key = {"data": data, "split": "random/val", "seed": cfg.seed,
+           "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
+    assert _fingerprint(cfg, "random/val") == hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    tactic = load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml",
+                         [f"data.root={mini_root}", "data.granularity=tactic"])
+    assert _fingerprint(tactic, "random/val") != _fingerprint(cfg, "random/val")
+    with pytest.raises(ValueError, match="statement or tactic"):
+        build_split(load_config(GeneratorTrainConfig, "configs/generator/tiny.yaml", [
+            f"run_dir={tmp_path}", f"data.root={mini_root}", "data.granularity=tactics"]), "random/val")
