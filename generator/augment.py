@@ -1,11 +1,12 @@
 """Premise-augmented training examples, decoupled from any retriever (the paper's recipe).
 
-For every traced tactic whose premises the corpus knows, the input lists `max_premises`
-premises: a random number of its positives, from 1 to min(#positives, max_premises), and
-negatives for the rest, `same_module_fraction` of them from the files of the chosen
-positives and the others from other accessible files. The list is shuffled, so a premise's
-position says nothing about whether it is used. Every draw depends only on (seed, example
-number): the same seed gives the same data.
+For every traced tactic (with `data.granularity=tactic`, every pseudo step of a split proof)
+whose premises the corpus knows, the input lists `max_premises` premises: a random number
+of its positives, from 1 to min(#positives, max_premises), and negatives for the rest,
+`same_module_fraction` of them from the files of the chosen positives and the others from
+other accessible files. The list is shuffled, so a premise's position says nothing about
+whether it is used. Every draw depends only on (seed, example number): the same seed gives
+the same data.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 from prover.data.corpus import Corpus
 from prover.data.errors import SkipLog
 from prover.data.pairs import gold_indices
+from prover.data.tactic_steps import PseudoStep
 from prover.data.theorem import Theorem
 from generator.inputs import format_input, n_bytes
 from generator.settings import AugmentConfig
@@ -36,13 +38,20 @@ class GeneratorExample:
     tactic: str
     premises: tuple[int, ...]  # corpus indices, in input order
     positive: tuple[bool, ...]
+    # Tactic-level pseudo steps only (prover/data/tactic_steps.py): where the example came from.
+    kind: str | None = None
+    approximate_state: bool | None = None
 
     def to_json(self, corpus: Corpus) -> dict:
         """Premises by name: indices mean nothing outside this corpus."""
-        return {"theorem": self.theorem, "file_path": self.file_path, "tactic_index": self.tactic_index,
-                "state": self.state, "tactic": self.tactic,
-                "premises": [corpus.premises[i].full_name for i in self.premises],
-                "positive": list(self.positive)}
+        row = {"theorem": self.theorem, "file_path": self.file_path, "tactic_index": self.tactic_index,
+               "state": self.state, "tactic": self.tactic,
+               "premises": [corpus.premises[i].full_name for i in self.premises],
+               "positive": list(self.positive)}
+        if self.kind is not None:  # statement-level rows stay as they were, byte for byte
+            row["kind"] = self.kind
+            row["approximate_state"] = self.approximate_state
+        return row
 
 
 @dataclass
@@ -150,7 +159,10 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             if kept < len(premises):
                 stats.truncated += 1
                 stats.premises_dropped += len(premises) - kept
+            step = tac if isinstance(tac, PseudoStep) else None
             examples.append(GeneratorExample(thm.full_name, thm.file_path, j, tac.state_before,
-                                             tac.tactic, premises, positive))
+                                             tac.tactic, premises, positive,
+                                             step.kind if step else None,
+                                             step.approximate_state if step else None))
     stats.examples = len(examples)
     return examples, stats

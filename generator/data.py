@@ -3,8 +3,10 @@
 Each split becomes `<run_dir>/data/<strategy>-<split>.jsonl.gz` (one example per line: the
 premises by name with their positive flags, the formatted input, the tactic) beside a
 `.stats.json` with the pair count, the positive/negative mix and the input-length
-distribution. Training reads these files; a file written under another config or seed is
-rebuilt, never silently reused.
+distribution. With `data.granularity=tactic` the statement-level proofs are first split into
+tactic-level pseudo steps (prover/data/tactic_steps.py); each row then says its `kind` and
+whether its state is approximate, and the stats count the steps per kind. Training reads
+these files; a file written under another config or seed is rebuilt, never silently reused.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from omegaconf import OmegaConf
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
+from prover.data.tactic_steps import STEPS_VERSION, tactic_level
 from generator.augment import augment_examples
 from generator.inputs import format_input
 
@@ -26,9 +29,23 @@ log = logging.getLogger(__name__)
 
 
 def _fingerprint(cfg: Any, split: str) -> str:
-    key = {"data": OmegaConf.to_container(cfg.data, resolve=True), "split": split, "seed": cfg.seed,
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    key = {"data": data, "split": split, "seed": cfg.seed,
            "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
+    if data.get("granularity", "statement") == "statement":
+        # The key as it was before granularity existed: statement-level data built then stays valid.
+        data.pop("granularity", None)
+    else:  # the target budget and the step rules decide which steps a tactic-level file holds
+        key["max_target_bytes"] = cfg.input.max_target_bytes
+        key["steps_version"] = STEPS_VERSION
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _granularity(cfg: Any) -> str:
+    g = OmegaConf.select(cfg, "data.granularity", default="statement")
+    if g not in ("statement", "tactic"):
+        raise ValueError(f"data.granularity must be statement or tactic, not {g!r}")
+    return g
 
 
 def data_path(cfg: Any, split: str) -> Path:
@@ -38,6 +55,7 @@ def data_path(cfg: Any, split: str) -> Path:
 def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus | None = None,
                 force: bool = False) -> tuple[Path, dict]:
     """Write (or find up to date) the augmented examples of `split`; return the file and its stats."""
+    granularity = _granularity(cfg)
     path = data_path(cfg, split)
     stats_path = path.with_name(path.name.removesuffix(".jsonl.gz") + ".stats.json")
     fp = _fingerprint(cfg, split)
@@ -49,7 +67,11 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
         log.info("%s: config changed since %s was built; rebuilding", split, path)
     ds = ds or Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = corpus or ds.corpus()
-    examples, st = augment_examples(ds.theorems(split), corpus, cfg.augment, cfg.seed,
+    theorems = ds.theorems(split)
+    step_stats = None
+    if granularity == "tactic":
+        theorems, step_stats = tactic_level(theorems, cfg.input.max_target_bytes)
+    examples, st = augment_examples(theorems, corpus, cfg.augment, cfg.seed,
                                     cfg.input.max_bytes, ds.skips)
     rows = []
     for ex in examples:
@@ -58,6 +80,9 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
         rows.append(row)
     write_jsonl(path, rows)
     stats = {"split": split, "fingerprint": fp, **st.as_dict(), "skips": ds.skips.as_dict()}
+    if step_stats is not None:
+        stats["granularity"] = granularity
+        stats["tactic_steps"] = step_stats.as_dict()
     write_json(stats_path, stats)
     log.info("%s: %d examples (%d with positives) -> %s", split, st.examples, st.with_positives, path)
     return path, stats
@@ -84,4 +109,16 @@ def format_stats(stats: dict) -> str:
         f"slots filled from other modules)",
         f"  input bytes: mean {b['mean']}, p50 {b['p50']}, p90 {b['p90']}, p99 {b['p99']}, max {b['max']}; "
         f"{stats['truncated_examples']} examples lost {stats['premises_dropped']} premises to the budget",
+        *_format_steps(stats.get("tactic_steps")),
     ])
+
+
+def _format_steps(st: dict | None) -> list[str]:
+    if not st:
+        return []
+    kept = ", ".join(f"{n} {k}" for k, n in st["kept"].items())
+    over = sum(st["dropped_over_budget"].values())
+    dup = sum(st["dropped_duplicates"].values())
+    return [(f"  tactic level: {st['steps']} steps from {st['tactic_proofs']} by-proofs and "
+             f"{st['term_proofs']} term proofs ({kept}); {st['approximate_state']} at an approximate "
+             f"state; dropped {over} over the target budget, {dup} repeats")]

@@ -7,6 +7,14 @@ from prover.config import DataConfig, RetrieverConfig
 
 
 @dataclass
+class GeneratorDataConfig(DataConfig):
+    # statement: one example per traced tactic as recorded (for mathlib-src: the whole proof);
+    # tactic: statement-level proofs split into one example per tactic, plus the goals their
+    # source states (prover/data/tactic_steps.py); targets over input.max_target_bytes dropped.
+    granularity: str = "statement"
+
+
+@dataclass
 class AugmentConfig:
     """How training inputs get their premises (decoupled from any retriever, as in the paper)."""
 
@@ -66,7 +74,7 @@ class GenerateConfig:
 
 @dataclass
 class GeneratorTrainConfig:
-    data: DataConfig = field(default_factory=DataConfig)
+    data: GeneratorDataConfig = field(default_factory=GeneratorDataConfig)
     run_dir: str = "runs/generator"
     seed: int = 42
     device: str = "auto"

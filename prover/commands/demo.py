@@ -118,8 +118,10 @@ def _retrieval(cfg: Any, out: Path, retriever_yaml: Path, command: str) -> dict:
 def _train_generator(cfg: Any, out: Path) -> dict:
     from generator.settings import GeneratorTrainConfig
     from generator.train import train_generator
+    # The data section as plain keys: the generator's schema extends DataConfig (granularity),
+    # and OmegaConf refuses to merge a DataConfig node into its subclass.
     gen_cfg = OmegaConf.merge(OmegaConf.structured(GeneratorTrainConfig), {
-        "data": cfg.data, "run_dir": str(out / "generator"), "seed": cfg.seed, "device": "cpu",
+        "data": OmegaConf.to_container(cfg.data, resolve=True), "run_dir": str(out / "generator"), "seed": cfg.seed, "device": "cpu",
         **OmegaConf.to_container(cfg.generator)})
     OmegaConf.save(gen_cfg, out / "generator.yaml")
     return train_generator(gen_cfg)

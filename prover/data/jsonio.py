@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -240,10 +241,12 @@ def write_jsonl(path: str | Path, rows: list[Any]) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(tmp, "wt", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with open(tmp, "wb") as raw:
+        # No time or file name in the gzip header: the same rows give the same bytes.
+        gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if p.suffix == ".gz" else None
+        with io.TextIOWrapper(gz or raw, encoding="utf-8", newline="\n") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
     os.replace(tmp, p)
 
 
