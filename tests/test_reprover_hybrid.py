@@ -261,11 +261,11 @@ def test_interrupted_corpus_encode_resumes_to_the_same_embeddings(demo, tmp_path
     partial = tmp_path / "enc.partial.npz"
     forward, calls = ByteEncoder.forward, []
 
-    def dies_after_five(self, batch, max_len):
+    def dies_after_five(self, batch, max_len, *side):
         calls.append(len(batch))
         if len(calls) > 5:
             raise KeyboardInterrupt  # the session ends mid-encode
-        return forward(self, batch, max_len)
+        return forward(self, batch, max_len, *side)
 
     monkeypatch.setattr(ByteEncoder, "forward", dies_after_five)
     with pytest.raises(KeyboardInterrupt):
@@ -275,7 +275,7 @@ def test_interrupted_corpus_encode_resumes_to_the_same_embeddings(demo, tmp_path
     monkeypatch.setattr(ByteEncoder, "forward", forward)
     done_again = []
     monkeypatch.setattr(ByteEncoder, "forward",
-                        lambda self, b, m: done_again.append(len(b)) or forward(self, b, m))
+                        lambda self, b, m, *side: done_again.append(len(b)) or forward(self, b, m, *side))
     resumed = enc.encode(texts, TINY.max_premise_len, 4, partial=partial, save_every=2)
     assert sum(done_again) == len(texts) - 16  # only the rows not saved were encoded again
     np.testing.assert_allclose(resumed, whole, atol=1e-6)
