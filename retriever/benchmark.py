@@ -109,6 +109,14 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     return result
 
 
+NO_LEARNING = {"bm25", "bm25-plain", "locality", "usage", "random"}
+
+
+def is_no_learning(name: str) -> bool:
+    """Nothing in the row is trained: a lexical or prior retriever, or a fusion of such."""
+    return all(member in NO_LEARNING for member in name.split("+"))
+
+
 def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> None:
     """Give each row with per-query values 95% paired-bootstrap intervals: `<metric>_ci` of
     its R@10 and MRR, and, when those rows are present, `R@10_ratio_to_bm25_ci` and
@@ -120,6 +128,12 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
     def rounded(ci: tuple[float, float]) -> list[float]:
         return [round(ci[0], 6), round(ci[1], 6)]
 
+    # The learned rows' bar: the no-learning row with the highest R@10 in this very table.
+    baselines = {n: v["R@10"].mean() for n, v in per_query.items()
+                 if is_no_learning(n) and n != "random" and "R@10" in v}
+    best = max(baselines, key=baselines.get) if baselines else None
+    result["best_no_learning"] = best
+
     for row in result["rows"]:
         values = per_query.get(row["retriever"])
         if not values:
@@ -130,7 +144,8 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
         if under_trained(row):
             continue  # not a baseline yet: no comparison is drawn from it
         for ref, key, stat in (("bm25", "R@10_ratio_to_bm25_ci", "ratio"),
-                               ("locality", "R@10_diff_to_locality_ci", "diff")):
+                               ("locality", "R@10_diff_to_locality_ci", "diff"),
+                               (best, "R@10_diff_to_best_baseline_ci", "diff")):
             other = per_query.get(ref, {}).get("R@10")
             if ref == row["retriever"] or other is None or "R@10" not in values:
                 continue
@@ -146,7 +161,9 @@ def _markdown(result: dict, dataset: str, split: str) -> str:
     if comparisons:
         b = result.get("bootstrap", {})
         parts.append(f"### Paired comparisons (95% bootstrap intervals, {b.get('resamples')} "
-                     f"resamples of the queries, seed {b.get('seed')})\n\n" + comparisons)
+                     f"resamples of the queries, seed {b.get('seed')})\n\n" + comparisons
+                     + (f"\nBest no-learning row (highest R@10 here, nothing trained): "
+                        f"{result['best_no_learning']}.\n" if result.get("best_no_learning") else ""))
     rob = robustness_table(rows)
     if rob:
         parts.append("### Robustness (paper's checks)\n\n" + rob)

@@ -175,7 +175,9 @@ def _fmt(metric: str) -> Callable[[float], str]:
 
 # Row comparisons the benchmark adds (retriever/benchmark.py): field, column, formatter.
 COMPARISONS = [("R@10_ratio_to_bm25_ci", "R@10 ÷ bm25", lambda v: f"{v:.2f}"),
-               ("R@10_diff_to_locality_ci", "R@10 − locality (points)", lambda v: f"{100 * v:+.1f}")]
+               ("R@10_diff_to_locality_ci", "R@10 − locality (points)", lambda v: f"{100 * v:+.1f}"),
+               ("R@10_diff_to_best_baseline_ci", "R@10 − best no-learning row (points)",
+                lambda v: f"{100 * v:+.1f}")]
 
 
 def comparison_table(rows: Sequence[dict]) -> str:

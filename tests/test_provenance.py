@@ -109,8 +109,14 @@ def test_every_committed_results_file_still_renders():
     for path in files:
         result = json.loads(path.read_text())
         md = benchmark._markdown(result, result["dataset"], result["split"])
-        # Rows from before per-row provenance are credited to nobody but the file's own record.
-        assert f"Commit {result['git_commit']}." in md and "Rows written" not in md, path.name
+        # Every row's own commit is named, and rows from before per-row provenance are
+        # credited to nobody but the file's own record.
+        assert f"Commit {result['git_commit']}." in md, path.name
+        for row in result["rows"]:
+            if row.get("provenance"):
+                assert row["provenance"]["git_commit"] in md, (path.name, row["retriever"])
+        if not any(r.get("provenance") for r in result["rows"]):
+            assert "Rows written" not in md, path.name
 
 
 def test_a_row_inside_its_warm_up_is_marked_and_compared_with_nothing(tmp_path, monkeypatch):
@@ -126,3 +132,19 @@ def test_a_row_inside_its_warm_up_is_marked_and_compared_with_nothing(tmp_path, 
     benchmark.add_intervals(result, {"bm25": values, "reprover": values, "cfr": values})
     assert "R@10_ci" in short and "R@10_ratio_to_bm25_ci" not in short
     assert done["R@10_ratio_to_bm25_ci"] == [1.0, 1.0]
+
+
+def test_learned_rows_are_compared_with_the_best_no_learning_row():
+    import numpy as np
+    rows = [{"retriever": n} for n in ("bm25", "bm25+usage", "random", "cfr", "bm25+cfr")]
+    result = {"rows": rows}
+    v = lambda *x: {"R@10": np.array(x), "MRR": np.array(x)}
+    per_query = {"bm25": v(0.5, 0.5, 1.0, 1.0), "bm25+usage": v(1.0, 0.5, 1.0, 1.0),
+                 "random": v(1.0, 1.0, 1.0, 1.0),  # never the bar, however lucky
+                 "cfr": v(1.0, 1.0, 1.0, 1.0), "bm25+cfr": v(1.0, 0.5, 1.0, 1.0)}
+    benchmark.add_intervals(result, per_query)
+    assert result["best_no_learning"] == "bm25+usage"
+    assert benchmark.is_no_learning("bm25+usage+locality") and not benchmark.is_no_learning("bm25+cfr")
+    lo, hi = rows[3]["R@10_diff_to_best_baseline_ci"]
+    assert 0.0 <= lo <= hi <= 0.5  # cfr beats it by 0.5 on one query of four
+    assert rows[4]["R@10_diff_to_best_baseline_ci"] == [0.0, 0.0]
