@@ -117,6 +117,11 @@ def is_no_learning(name: str) -> bool:
     return all(member in NO_LEARNING for member in name.split("+"))
 
 
+def first_stage(name: str) -> str | None:
+    """The row a re-ranking row re-ranks (`cfr-conventional+car` -> `cfr-conventional`)."""
+    return name[: -len("+car")] if name.endswith("+car") else None
+
+
 def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> None:
     """Give each row with per-query values 95% paired-bootstrap intervals: `<metric>_ci` of
     its R@10 and MRR, and, when those rows are present, `R@10_ratio_to_bm25_ci` and
@@ -145,7 +150,9 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
             continue  # not a baseline yet: no comparison is drawn from it
         for ref, key, stat in (("bm25", "R@10_ratio_to_bm25_ci", "ratio"),
                                ("locality", "R@10_diff_to_locality_ci", "diff"),
-                               (best, "R@10_diff_to_best_baseline_ci", "diff")):
+                               (best, "R@10_diff_to_best_baseline_ci", "diff"),
+                               # CAR's own contribution: the re-ranked row against its first stage.
+                               (first_stage(row["retriever"]), "R@10_gain_over_first_stage_ci", "diff")):
             other = per_query.get(ref, {}).get("R@10")
             if ref == row["retriever"] or other is None or "R@10" not in values:
                 continue

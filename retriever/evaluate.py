@@ -177,6 +177,8 @@ def _fmt(metric: str) -> Callable[[float], str]:
 COMPARISONS = [("R@10_ratio_to_bm25_ci", "R@10 ÷ bm25", lambda v: f"{v:.2f}"),
                ("R@10_diff_to_locality_ci", "R@10 − locality (points)", lambda v: f"{100 * v:+.1f}"),
                ("R@10_diff_to_best_baseline_ci", "R@10 − best no-learning row (points)",
+                lambda v: f"{100 * v:+.1f}"),
+               ("R@10_gain_over_first_stage_ci", "R@10 gain of CAR over its first stage (points)",
                 lambda v: f"{100 * v:+.1f}")]
 
 

@@ -148,3 +148,5 @@ def test_learned_rows_are_compared_with_the_best_no_learning_row():
     lo, hi = rows[3]["R@10_diff_to_best_baseline_ci"]
     assert 0.0 <= lo <= hi <= 0.5  # cfr beats it by 0.5 on one query of four
     assert rows[4]["R@10_diff_to_best_baseline_ci"] == [0.0, 0.0]
+    assert benchmark.first_stage("cfr-conventional+car") == "cfr-conventional"
+    assert benchmark.first_stage("cfr+car-only") is None and benchmark.first_stage("bm25") is None
