@@ -38,6 +38,8 @@ OUTCOME_LABELS = {"proved": "proved", "no_match": "no candidate matched",
                   "budget_expansions": "budget exhausted (expansions)",
                   "budget_time": "budget exhausted (time)", "error": "error"}
 CEILING = "recorded tactics (ceiling)"
+CEILING_IN_BUDGET = "recorded tactics (this search's budget)"
+CEILINGS = (CEILING, CEILING_IN_BUDGET)
 RATE_LABEL = f"{rate_label(ENV_REPLAY)} (simulator), not pass@1"
 
 
@@ -88,7 +90,7 @@ class RecordedTactics:
 
 
 def replay_ceiling(tasks: Sequence[ProofTask], replay: ReplayConfig,
-                   search: SearchConfig | None = None) -> list[dict]:
+                   search: SearchConfig | None = None, name: str = CEILING) -> list[dict]:
     """Results records of best-first search with each theorem's own recorded tactics proposed
     (in process: no model, milliseconds a theorem). Default budget: 64 tactics an expansion,
     no expansion limit, 60 s."""
@@ -97,7 +99,7 @@ def replay_ceiling(tasks: Sequence[ProofTask], replay: ReplayConfig,
     for task in tasks:
         result = best_first_search(ReplayEnv(task.theorem, replay), NoPremises(),
                                    RecordedTactics([task.theorem], replay.focus_goals), search)
-        out.append(make_record(task, result, CEILING, 1, "in-process"))
+        out.append(make_record(task, result, name, 1, "in-process"))
     return out
 
 
@@ -172,7 +174,7 @@ def markdown(result: dict) -> str:
             lo, hi = c["diff_ci"]
             lines.append(f"| {c['a']} − {c['b']} | {100 * c['diff']:+.1f} | [{100 * lo:+.1f}, {100 * hi:+.1f}] |")
     proved_by = {r["row"]: [t["theorem"] for t in result["per_theorem"] if t.get(r["row"]) == "proved"]
-                 for r in result["rows"] if r["row"] != CEILING}
+                 for r in result["rows"] if r["row"] not in CEILINGS}
     if any(proved_by.values()):
         lines += ["", "Proved in the simulator:"]
         lines += [f"- {name}: {', '.join(f'`{t}`' for t in names)}" for name, names in proved_by.items() if names]
@@ -184,7 +186,8 @@ def markdown(result: dict) -> str:
               f"`{CEILING}`: the recorded tactics themselves proposed at every state, through the same "
               f"search ({result['ceiling_search']['num_tactics']} tactics per expansion, expansions "
               f"{result['ceiling_search']['max_expansions'] or 'unlimited'}, "
-              f"{result['ceiling_search']['timeout_s']} s): the most any generator can prove here. "
+              f"{result['ceiling_search']['timeout_s']} s): the most any generator can prove here; "
+              f"`{CEILING_IN_BUDGET}`: the same within the models' search budget. "
               "Per-theorem outcomes of every row are in the JSON file (`per_theorem`).", "",
               f"Machine: {result['machine'].get('cpu')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}.", f"Command: `{result['command']}`", ""]
