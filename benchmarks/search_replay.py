@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from omegaconf import OmegaConf  # noqa: E402
 
 from prover.config import load_config  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
+from prover.data.jsonio import load_json, write_json  # noqa: E402
 from prover.env.base import ENV_REPLAY  # noqa: E402
 from prover.search.best_first import SearchConfig  # noqa: E402
 from prover.search.replay_benchmark import (CEILING, CEILING_IN_BUDGET, RATE_LABEL, add_intervals,  # noqa: E402
@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
 
     comparisons = add_intervals(rows, proved, [r for r in retrievers if r in proved])
     from retriever.bootstrap import N_RESAMPLES, SEED
+    summary = Path(cfg.generator.model or "").parent / "summary.json"
+    training = load_json(summary) if cfg.generator.model and summary.exists() else None
+    if training:
+        training.pop("config", None)
+        training.pop("augment", None)
     split = cfg.theorems.split or Path(cfg.theorems.source).stem
     dataset = Path(cfg.theorems.source).name
     result = {
@@ -127,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"focus_goals": replay.focus_goals, "num_tactics": search.num_tactics,
                      "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
                      "generator": cfg.generator.model, "k": cfg.retriever.k, "retrievers": retrievers},
+        "generator_training": training,
         "ceiling_search": {"num_tactics": ceiling_search.num_tactics,
                            "max_expansions": ceiling_search.max_expansions, "timeout_s": ceiling_search.timeout_s},
         "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},

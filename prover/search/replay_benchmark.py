@@ -145,6 +145,9 @@ def _pct(v: float | None) -> str:
 def markdown(result: dict) -> str:
     s = result["settings"]
     b = result["bootstrap"]
+    t = result.get("generator_training") or {}
+    trained = (f" ({t['params'] / 1e6:.2f}M parameters, {t['steps']} steps on {t['train_split']}, "
+               f"{t.get('cpu_seconds')} CPU-s)" if t.get("steps") is not None else "")
     lines = [f"# Replay proof search (simulator, not pass@1): {result['dataset']} {result['split']}", "",
              "env: replay (a simulator: a tactic succeeds only when a traced proof recorded it for that "
              f"state; focus_goals {'on' if s['focus_goals'] else 'off'}). These numbers test the search "
@@ -152,7 +155,7 @@ def markdown(result: dict) -> str:
              f"{result['n_theorems']} theorems with traced tactics (of {result['n_theorems_in_split']} in the "
              f"split). Search: best-first, {s['num_tactics']} tactics per expansion, at most "
              f"{s['max_expansions']} expansions and {s['timeout_s']} s per theorem; generator "
-             f"`{s['generator']}`; top {s['k']} premises.", "",
+             f"`{s['generator']}`{trained}; top {s['k']} premises.", "",
              f"| row | proved | {RATE_LABEL} (%) | no candidate matched | budget: expansions | budget: time "
              "| error | mean expansions | theorems with a matched tactic |",
              "|---|---|---|---|---|---|---|---|---|"]
