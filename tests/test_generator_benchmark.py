@@ -129,3 +129,17 @@ def test_committed_real_generator_rows_agree_with_their_outcome_files(path, benc
         assert row[f"exact_match@{n}"] == pytest.approx(values[f"hit@{n}"].mean())
         if "loglik" in values:
             assert row["gold_loglik"] == pytest.approx(values["loglik"].mean(), abs=1e-3)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "benchmarks" / "results").glob("generator-*-leandojo-real-*.json")),
+                         ids=lambda p: p.stem)
+def test_committed_real_generator_tables_render_from_their_json(path, bench):
+    assert bench.markdown(json.loads(path.read_text())) == path.with_suffix(".md").read_text()
+
+
+def test_the_script_refuses_a_dirty_tree_before_any_work(bench, tmp_path, monkeypatch):
+    from prover.utils.runinfo import DIRTY_TREE_ERROR
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc-dirty")
+    with pytest.raises(SystemExit) as refused:
+        bench.main(["--config", str(REPO / "configs/generator/benchmark_real.yaml"), f"results_dir={tmp_path}"])
+    assert str(refused.value) == DIRTY_TREE_ERROR and not list(tmp_path.iterdir())

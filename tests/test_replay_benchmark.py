@@ -166,3 +166,17 @@ def test_committed_replay_results_agree_with_their_per_theorem_outcomes(path: Pa
         assert row["proved"] == outcomes.count("proved")
         assert row["outcomes"] == {o: outcomes.count(o) for o in row["outcomes"]}
         assert row["rate"] == pytest.approx(row["proved"] / row["theorems"])
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("search-replay-*.json")), ids=lambda p: p.stem)
+def test_committed_replay_tables_render_from_their_json(path: Path):
+    assert markdown(json.loads(path.read_text())) == path.with_suffix(".md").read_text()
+
+
+def test_the_script_refuses_a_dirty_tree_before_any_work(tmp_path, monkeypatch):
+    from prover.utils.runinfo import DIRTY_TREE_ERROR
+    from tests.conftest import benchmark_script
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "abc-dirty")
+    with pytest.raises(SystemExit) as refused:
+        benchmark_script("search_replay").main(["--results-dir", str(tmp_path), f"out_dir={tmp_path}"])
+    assert str(refused.value) == DIRTY_TREE_ERROR and not list(tmp_path.iterdir())
