@@ -1,21 +1,29 @@
 """Tactic generator benchmark: one trained generator under premise conditions, side by side.
 
     python benchmarks/generator.py --config configs/generator/benchmark_mini.yaml
+    python benchmarks/generator.py --config configs/generator/benchmark_real.yaml   # real tactics
 
 For every traced tactic of the split (or a fixed random subset): top-1 and top-n exact match
 of beam search against the recorded tactic, and the mean log-likelihood of the recorded
-tactic, with no premises, the gold premises, and each retriever's top k. Then generation
-throughput (states/s) at batch 1 and 16 on this machine. Writes
-benchmarks/results/generator-<dataset>-<split>.{json,md}; conditions already in the JSON
-are kept (resume), --force redoes them.
+tactic, with no premises, the gold premises, and each retriever's top k; and the `frequency`
+baseline (no model: the n most frequent tactics of the training split's examples, the same for
+every state). Each row has 95% paired bootstrap intervals (examples resampled, the retrieval
+benchmark's bootstrap), and so do the differences at EM@n of each premise row to `none` and of
+each model row to `frequency`. Then generation throughput (states/s) at batch 1 and 16 on this
+machine. Writes benchmarks/results/generator-<dataset>-<split>.{json,md} and each row's
+per-example outcomes under benchmarks/results/outcomes/. Conditions already in the JSON are
+kept (resume), --force redoes them. Each row records its own commit, command and config; a tree
+with uncommitted changes to code or configs is refused unless --allow-dirty, which marks the
+rows. A trained retriever whose models are missing is not run: its row is absent, with the
+one-line reason, in the files.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import logging
 import sys
-import time
 from pathlib import Path
 
 
@@ -23,44 +31,180 @@ from pathlib import Path
 # `generator` package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from generator.evaluate import condition_premises, eval_examples, evaluate_condition, throughput
-from generator.inputs import format_input
-from generator.model import TacticGenerator
-from generator.settings import GeneratorBenchmarkConfig
-from prover.config import load_config, to_plain
-from prover.data.dataset import Dataset
-from prover.data.jsonio import load_json, write_json
-from prover.utils.logs import setup_logging
-from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree
-from retriever.registry import build_retriever
+import numpy as np  # noqa: E402
+
+from generator.evaluate import (condition_premises, eval_examples, evaluate_condition,  # noqa: E402
+                                evaluate_frequency, frequent_tactics, throughput)
+from generator.inputs import format_input  # noqa: E402
+from generator.model import TacticGenerator  # noqa: E402
+from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
+from prover.config import load_config, to_plain  # noqa: E402
+from prover.data.dataset import Dataset  # noqa: E402
+from prover.data.jsonio import load_json, write_json  # noqa: E402
+from prover.utils.logs import setup_logging  # noqa: E402
+from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree, row_provenance  # noqa: E402
+from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.registry import build_retriever, missing_training  # noqa: E402
 
 log = logging.getLogger("benchmark.generator")
+
+FREQUENCY = "frequency"
+NO_RETRIEVER = ("none", "gold", FREQUENCY)
+
+
+def outcomes_path(out_dir: Path, stem: str, condition: str) -> Path:
+    return out_dir / "outcomes" / f"{stem}-{condition}.jsonl.gz"
+
+
+def write_outcomes(path: Path, keys: list[str], per_example: dict[str, list]) -> None:
+    """One line per example: its key and this row's outcomes (small: no generated text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    names = list(per_example)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for i, key in enumerate(keys):
+            rec = {"key": key}
+            for m in names:
+                v = per_example[m][i]
+                rec[m] = round(v, 4) if isinstance(v, float) else v
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def read_outcomes(path: Path) -> tuple[list[str], dict[str, np.ndarray]]:
+    rows = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
+    names = [k for k in (rows[0] if rows else {}) if k != "key"]
+    return [r["key"] for r in rows], {m: np.asarray([r[m] for r in rows], dtype=np.float64) for m in names}
+
+
+def _rounded(ci: tuple[float, float]) -> list[float]:
+    return [round(ci[0], 6), round(ci[1], 6)]
+
+
+def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n: int) -> None:
+    """95% paired-bootstrap intervals: each row's EM@1, EM@n (and gold log-likelihood); and the
+    EM@n differences of every other row to `none` (what premises add) and of every model row
+    to `frequency` (what the model adds over the most frequent training tactics). One seed and
+    the same resampled examples throughout, as in the retrieval benchmark."""
+    result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "tactics"}
+    metrics = {"hit@1": "exact_match@1", f"hit@{n}": f"exact_match@{n}", "loglik": "gold_loglik"}
+    for row in result["rows"]:
+        values = per_example.get(row["condition"])
+        if not values:
+            continue
+        for src, dst in metrics.items():
+            if src in values:
+                row[f"{dst}_ci"] = _rounded(mean_interval(values[src]))
+    comparisons = []
+    at_n = f"hit@{n}"
+    conds = [r["condition"] for r in result["rows"] if r["condition"] in per_example]
+    pairs = [(c, "none") for c in conds if c not in ("none", FREQUENCY) and "none" in conds]
+    pairs += [(c, FREQUENCY) for c in conds if c != FREQUENCY and FREQUENCY in conds]
+    for a, b in pairs:
+        va, vb = per_example[a][at_n], per_example[b][at_n]
+        ci = paired_intervals(va, vb).diff
+        comparisons.append({"a": a, "b": b, "metric": f"exact_match@{n}",
+                            "diff": round(float(va.mean() - vb.mean()), 6), "diff_ci": _rounded(ci)})
+    result["comparisons"] = comparisons
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.1f}"
+
+
+def _with_ci(row: dict, key: str) -> str:
+    ci = row.get(f"{key}_ci")
+    return _pct(row[key]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
+
+
+def row_label(row: dict) -> str:
+    dirty = (row.get("provenance") or {}).get("dirty")
+    return row["condition"] + (" (dirty tree)" if dirty else "")
+
+
+def provenance_lines(result: dict) -> str:
+    groups: dict[tuple[str, str] | None, list[str]] = {}
+    for r in result["rows"]:
+        p = r.get("provenance")
+        groups.setdefault((p["git_commit"], p["command"]) if p else None, []).append(r["condition"])
+    if list(groups) in ([], [None], [(result["git_commit"], result["command"])]):
+        return ""
+    lines = []
+    for key, names in groups.items():
+        if key is None:
+            lines.append(f"Rows written before rows recorded their own commit: {', '.join(names)}.")
+        else:
+            lines.append(f"Rows written at commit {key[0]}: {', '.join(names)}; command: `{key[1]}`.")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(result: dict) -> str:
     n = result["config"]["num_samples"]
+    train = result.get("model_training") or {}
+    trained = (f", trained {train['steps']} steps on {train.get('train_split')} "
+               f"({train.get('train_pairs')} pairs, {train.get('cpu_seconds', train.get('seconds'))} CPU-s)"
+               if train.get("steps") is not None else "")
     lines = [f"# Tactic generator: {result['dataset']} {result['split']}", "",
-             f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters), "
+             f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters{trained}), "
              f"{result['n_examples']} tactics ({result['n_with_gold']} with gold premises), "
-             f"beam {n}, input budget {result['max_bytes']} bytes. Command: `{result['command']}`", "",
-             f"| premises | EM@1 | EM@{n} | gold log-lik | per byte | premises shown | seconds |",
+             f"beam {n}, input budget {result['max_bytes']} bytes, retrieved premises: top "
+             f"{result['config']['k']}.", "",
+             f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
              "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
-        lines.append(f"| {r['condition']} | {100 * r['exact_match@1']:.1f}% | {100 * r[f'exact_match@{n}']:.1f}% | "
-                     f"{r['gold_loglik']:.2f} | {r['gold_loglik_per_byte']:.3f} | {r['premises_shown']:.1f} | "
-                     f"{r['seconds']} |")
+        if r["condition"] == FREQUENCY:
+            lines.append(f"| {row_label(r)} (no model) | {_with_ci(r, 'exact_match@1')} "
+                         f"| {_with_ci(r, f'exact_match@{n}')} | – | – | – | – |")
+            continue
+        ci = r.get("gold_loglik_ci")
+        ll = f"{r['gold_loglik']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        lines.append(f"| {row_label(r)} | {_with_ci(r, 'exact_match@1')} | {_with_ci(r, f'exact_match@{n}')} "
+                     f"| {ll} | {r['gold_loglik_per_byte']:.3f} | {r['premises_shown']:.1f} | {r['seconds']} |")
+    for cond, reason in (result.get("absent") or {}).items():
+        lines.append(f"| {cond} | absent: {reason} | | | | | |")
+    b = result.get("bootstrap") or {}
+    if result.get("comparisons"):
+        lines += ["", f"Paired differences at EM@{n} (percentage points, 95% bootstrap intervals, "
+                  f"{b.get('resamples')} resamples of the tactics, seed {b.get('seed')}):", "",
+                  "| comparison | difference | 95% interval |", "|---|---|---|"]
+        for c in result["comparisons"]:
+            lo, hi = c["diff_ci"]
+            lines.append(f"| {c['a']} − {c['b']} | {100 * c['diff']:+.1f} | [{100 * lo:+.1f}, {100 * hi:+.1f}] |")
+    freq = result.get("frequency")
+    lines += ["", f"EM@k: the recorded tactic (whitespace-normalized) is among the top k of beam search. "
+              "Gold log-lik: log-probability of the recorded tactic, summed over its bytes; per byte: "
+              "summed over all tactics, divided by their bytes. Brackets: 95% paired bootstrap intervals "
+              f"({b.get('resamples')} resamples of the tactics, seed {b.get('seed')})."]
+    if freq:
+        shown = ", ".join(f"`{t}`" for t, _ in freq["tactics"][:n])
+        lines += ["", f"frequency: no model; the {n} most frequent tactics of the {freq['train_split']} "
+                  f"training examples ({freq['n_examples']} tactics), proposed in that order for every state: "
+                  f"{shown}."]
+        if freq.get("statement_level"):
+            lines.append("Those training examples are statement-level (one pseudo-step per theorem: the "
+                         "whole proof), so this baseline proposes whole-proof texts, not single tactics.")
     if result.get("throughput"):
         lines += ["", "| batch | states/s (beam %d) |" % n, "|---|---|"]
-        lines += [f"| {b} | {v:.2f} |" for b, v in result["throughput"].items()]
-    lines += ["", f"Git commit {result['git_commit']}; machine: {result['machine'].get('cpu', '')}."]
-    return "\n".join(lines) + "\n"
+        lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]
+    per_row = provenance_lines(result)
+    last = "Last run: " if per_row else ""
+    lines += ["", f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores)"
+              f"{', GPU ' + result['machine']['gpu'] if result['machine'].get('gpu') else ''}. "
+              f"{last}Commit {result['git_commit']}.", f"{last}Command: `{result['command']}`"]
+    return "\n".join(lines) + "\n" + per_row
+
+
+def statement_level(theorems) -> bool:
+    """Whether a split is statement-level: every theorem one pseudo-step ending in no goals."""
+    steps = [t for thm in theorems for t in thm.traced_tactics]
+    return bool(steps) and all(len(thm.traced_tactics) <= 1 for thm in theorems) and all(
+        " ".join(t.state_after.split()) == "no goals" for t in steps)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute conditions already in the results file")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="run on uncommitted code or configs; the rows written are marked dirty")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
@@ -68,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
     command = " ".join(["python benchmarks/generator.py", *(["--config", args.config] if args.config else []),
                         *args.overrides])
+    plain_cfg = to_plain(cfg)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     stem = f"generator-{ds.name}-{cfg.data.split.replace('/', '-')}"
     out = Path(cfg.results_dir)
@@ -77,38 +222,72 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus = ds.corpus()
     examples = eval_examples(ds.theorems(cfg.data.split), corpus, cfg.max_examples, cfg.seed)
+    keys = [e.key for e in examples]
     gen = TacticGenerator.load(cfg.model)
     summary_path = Path(cfg.model).parent / "summary.json"
+    n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
-              "config": to_plain(cfg), "git_commit": commit, "machine": machine(),
+              "config": plain_cfg, "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
-              "n_with_gold": sum(bool(e.gold) for e in examples), "rows": [],
-              "throughput": previous.get("throughput")}
+              "n_with_gold": sum(bool(e.gold) for e in examples), "rows": [], "absent": {},
+              "frequency": previous.get("frequency"),
+              "throughput": previous.get("throughput"),
+              "throughput_provenance": previous.get("throughput_provenance")}
     if result["model_training"]:
         result["model_training"].pop("config", None)
+    per_example: dict[str, dict[str, np.ndarray]] = {}
+
+    def save() -> None:
+        add_intervals(result, per_example, n)
+        result["peak_rss_gib"] = round(peak_rss_gib(), 2)
+        write_json(json_path, result)
+        md_path.write_text(markdown(result))
+
     for cond in cfg.conditions:
+        path = outcomes_path(out, stem, cond)
         if cond in done:
             log.info("%s: already in %s (--force to redo)", cond, json_path)
             result["rows"].append(done[cond])
+            if path.exists():
+                got, values = read_outcomes(path)
+                if got == keys:  # paired only over the very same examples
+                    per_example[cond] = values
             continue
-        retriever = None
-        if cond not in ("none", "gold"):
-            retriever = build_retriever(cond, corpus, cfg)  # reads cfg.retriever (bm25, models, run_dir)
-        premises = condition_premises(cond, examples, corpus, retriever, cfg.k)
-        row = {"condition": cond, **evaluate_condition(gen, examples, premises, cfg.num_samples, cfg.batch_size)}
-        log.info("%s: EM@1 %.3f, gold log-lik %.2f", cond, row["exact_match@1"], row["gold_loglik"])
+        if cond not in NO_RETRIEVER:
+            reason = missing_training(cond, cfg)
+            if reason:  # not faked: the row is left out and the files say why
+                log.warning("%s: left out: %s", cond, reason)
+                result["absent"][cond] = reason
+                continue
+        if cond == FREQUENCY:
+            train = ds.theorems(cfg.train_split)
+            top = frequent_tactics(train, corpus, n)
+            result["frequency"] = {"train_split": cfg.train_split, "tactics": [[t, c] for t, c in top],
+                                   "n_examples": sum(len(t.traced_tactics) for t in train
+                                                     if t.file_path in corpus.file_index),
+                                   "statement_level": statement_level(train)}
+            row = {"condition": cond, **evaluate_frequency(examples, [t for t, _ in top], n)}
+        else:
+            retriever = None
+            if cond not in NO_RETRIEVER:
+                retriever = build_retriever(cond, corpus, cfg)  # reads cfg.retriever (bm25, models, run_dir)
+            premises = condition_premises(cond, examples, corpus, retriever, cfg.k)
+            row = {"condition": cond, **evaluate_condition(gen, examples, premises, n, cfg.batch_size)}
+        values = row.pop("per_example")
+        write_outcomes(path, keys, values)
+        per_example[cond] = {m: np.asarray(v, dtype=np.float64) for m, v in values.items()}
+        row["provenance"] = row_provenance(commit, command, plain_cfg)
+        log.info("%s: EM@1 %.3f, EM@%d %.3f", cond, row["exact_match@1"], n, row[f"exact_match@{n}"])
         result["rows"].append(row)
-        write_json(json_path, result)
-        md_path.write_text(markdown(result))
+        save()
     if not result["throughput"] or args.force:
         states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes)[0]
                   for e in examples[: cfg.throughput_states]]
-        result["throughput"] = {str(b): round(throughput(gen, states, cfg.num_samples, b), 3) for b in (1, 16)}
-    result["peak_rss_gib"] = round(peak_rss_gib(), 2)
-    write_json(json_path, result)
-    md_path.write_text(markdown(result))
+        result["throughput"] = {str(b): round(throughput(gen, states, n, b), 3) for b in (1, 16)}
+        result["throughput_provenance"] = row_provenance(commit, command, plain_cfg)
+    save()
     print(markdown(result))
     return 0
 

@@ -1,13 +1,17 @@
 """Generator evaluation under premise conditions: exact match and gold-tactic likelihood.
 
 The same examples are scored with the bare state, with the tactic's gold premises, and with
-each retriever's top k, so the rows differ only in the premises shown.
+each retriever's top k, so the rows differ only in the premises shown. A `frequency` baseline
+proposes the most frequent tactics of the training examples, whatever the state. Each row keeps
+its per-example outcomes (hit at 1, hit at n, gold log-likelihood), for paired bootstrap
+intervals over the same examples.
 """
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +37,12 @@ class EvalExample:
     state: str
     tactic: str
     gold: tuple[int, ...]
+    index: int = 0  # the tactic's position among its theorem's traced tactics
+
+    @property
+    def key(self) -> str:
+        """Unique within a split: per-example outcome files and pairing go by it."""
+        return f"{self.file_path}::{self.theorem}#{self.index}"
 
 
 def eval_examples(theorems: Sequence[Theorem], corpus: Corpus, max_examples: int = 0,
@@ -40,9 +50,9 @@ def eval_examples(theorems: Sequence[Theorem], corpus: Corpus, max_examples: int
     out = []
     for thm in theorems:
         ctx = TheoremContext(thm.file_path, thm.start) if thm.file_path in corpus.file_index else None
-        for tac in thm.traced_tactics:
+        for j, tac in enumerate(thm.traced_tactics):
             out.append(EvalExample(thm.full_name, thm.file_path, ctx, tac.state_before, tac.tactic,
-                                   tuple(gold_indices(tac, corpus))))
+                                   tuple(gold_indices(tac, corpus)), j))
     if 0 < max_examples < len(out):
         keep = np.sort(np.random.default_rng(seed).permutation(len(out))[:max_examples])
         out = [out[i] for i in keep]
@@ -69,7 +79,9 @@ def condition_premises(condition: str, examples: Sequence[EvalExample], corpus: 
 def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
                        premises: Sequence[Sequence[Premise]], num_samples: int,
                        batch_size: int) -> dict:
-    """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood."""
+    """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood. The row's
+    "per_example" holds each example's outcomes in example order: "hit@1" and
+    f"hit@{num_samples}" (0/1) and "loglik"."""
     budget = gen.input_cfg.max_bytes
     inputs, shown = [], []
     for ex, ps in zip(examples, premises):
@@ -78,22 +90,52 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
         shown.append(kept)
     golds = [ex.tactic for ex in examples]
     loglik: list[float] = []
-    top1 = topn = 0
+    hit1: list[int] = []
+    hitn: list[int] = []
     t0 = time.perf_counter()
     for lo in progress_bar(range(0, len(inputs), batch_size), desc="generate tactics", unit="batch"):
         ins, tacs = inputs[lo: lo + batch_size], golds[lo: lo + batch_size]
         loglik.extend(gen.tactic_logprobs(ins, tacs))
         for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size), tacs):
             hits = [normalize_tactic(s.tactic) == normalize_tactic(gold) for s in sugg]
-            top1 += bool(hits) and hits[0]
-            topn += any(hits)
+            hit1.append(int(bool(hits) and hits[0]))
+            hitn.append(int(any(hits)))
     n = max(len(examples), 1)
     n_bytes = [len(t.encode("utf-8")) + 1 for t in golds]
-    return {"n": len(examples), "exact_match@1": top1 / n, f"exact_match@{num_samples}": topn / n,
+    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
             "gold_loglik": float(np.mean(loglik)) if loglik else float("nan"),
             "gold_loglik_per_byte": float(np.sum(loglik) / max(sum(n_bytes), 1)),
             "premises_shown": float(np.mean(shown)) if shown else 0.0,
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "seconds": round(time.perf_counter() - t0, 1),
+            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn, "loglik": [float(x) for x in loglik]}}
+
+
+def frequent_tactics(theorems: Iterable[Theorem], corpus: Corpus, n: int) -> list[tuple[str, int]]:
+    """The `n` most frequent tactics (whitespace-normalized) among the generator's training
+    examples, with their counts, most frequent first; ties keep first-seen order. The examples
+    are those `generator.augment` trains on: every traced tactic of a theorem whose file the
+    corpus has."""
+    counts: Counter[str] = Counter()
+    for thm in theorems:
+        if thm.file_path not in corpus.file_index:
+            continue
+        counts.update(normalize_tactic(t.tactic) for t in thm.traced_tactics)
+    counts.pop("", None)
+    return counts.most_common(n)
+
+
+def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], num_samples: int) -> dict:
+    """The frequency baseline: the same `tactics` proposed, in order, for every example. Exact
+    match at 1 and at `num_samples` only (it has no likelihood), with per-example outcomes."""
+    top = [normalize_tactic(t) for t in tactics[:num_samples]]
+    hit1, hitn = [], []
+    for ex in examples:
+        gold = normalize_tactic(ex.tactic)
+        hit1.append(int(bool(top) and top[0] == gold))
+        hitn.append(int(gold in top))
+    n = max(len(examples), 1)
+    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
+            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
 
 
 def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int) -> float:

@@ -93,9 +93,12 @@ class GeneratorBenchmarkConfig:
 
     data: DataConfig = field(default_factory=lambda: DataConfig(split="random/test"))
     model: str = "runs/generator-tiny/generator/model"
-    # none: the bare state; gold: the tactic's annotated premises; any other name: that
-    # registered retriever's top `k` (retriever.models names the trained retrievers' config).
+    # none: the bare state; gold: the tactic's annotated premises; frequency: no model, the
+    # `num_samples` most frequent tactics of `train_split`'s examples for every state; any other
+    # name: that registered retriever's top `k` (retriever.models names the trained retrievers'
+    # config). A trained retriever whose models are missing is left out with the reason.
     conditions: list[str] = field(default_factory=lambda: ["none", "gold", "bm25", "cfr+car"])
+    train_split: str = "random/train"  # the generator's training split (the frequency baseline's source)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     k: int = 10
     num_samples: int = 8

@@ -23,6 +23,9 @@ class TheoremsConfig:
     minif2f_path: str | None = None  # default: $PROVER_DATA/minif2f/minif2f.json
     names: list[str] = field(default_factory=list)  # only these full names (empty: all)
     limit: int | None = None  # the first N (after `names`)
+    # Only theorems with traced tactics (before `names` and `limit`): the replay env cannot open
+    # the others, so a replay benchmark of real records leaves them out instead of failing them.
+    traced_only: bool = False
 
 
 @dataclass

@@ -116,6 +116,10 @@ def _head(path: Path, n: int = 1024) -> str:
 def load_tasks(cfg: Any) -> list[ProofTask]:
     """The benchmark's theorems (`cfg` is a TheoremsConfig), filtered by names, then limited."""
     tasks = load_source(cfg.source, cfg.split, cfg.minif2f_path)
+    if getattr(cfg, "traced_only", False):
+        kept = [t for t in tasks if t.theorem.traced_tactics]
+        log.info("%d of %d theorems have traced tactics (traced_only)", len(kept), len(tasks))
+        tasks = kept
     if cfg.names:
         wanted = list(cfg.names)
         by_name = {t.name: t for t in tasks}
