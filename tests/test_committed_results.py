@@ -105,3 +105,19 @@ def test_rows_without_rankings_are_exactly_the_listed_ones():
                for row in json.loads(p.read_text())["rows"]
                if not rankings_path(p.stem, row["retriever"]).exists()}
     assert missing == WITHOUT_RANKINGS
+
+
+def test_the_selection_file_is_what_its_sources_say_and_the_shipped_config_took_its_choice():
+    import importlib.util
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    spec = importlib.util.spec_from_file_location("selection", RESULTS.parent / "selection.py")
+    selection = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(selection)
+    committed = json.loads((RESULTS / "selection.json").read_text())
+    assert committed["choices"] == json.loads(json.dumps(selection.car_choices() + selection.other_choices()))
+    d = next(c for c in committed["choices"] if c["choice"].startswith("CAR recipe D"))
+    best = max(d["tried"], key=lambda t: t["val_R@10"])
+    assert d["chosen"]["val_R@10"] == best["val_R@10"]  # chosen by validation, nothing else
+    car = load_config(RetrieverTrainConfig, str(RESULTS.parents[1] / "configs" / "retriever" / "cpu.yaml"), []).car
+    assert (car.k1, car.first_stage_weight) == (d["chosen"]["k1"], d["chosen"]["first_stage_weight"])
