@@ -29,6 +29,9 @@ from retriever.train_car import car_run_dir
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],
+              "bm25+usage+cfr-conventional": ["pretrain", "cfr-conventional"],
+              "bm25+usage+locality+cfr-conventional": ["pretrain", "cfr-conventional"],
+              "bm25+usage+locality+cfr-conventional+car": ["pretrain", "cfr-conventional", "car-conventional"],
               "hybrid": ["pretrain", "cfr"],
               "reprover": ["reprover"]}
 for _first in ("cfr", "cfr-conventional"):

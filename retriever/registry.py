@@ -160,7 +160,10 @@ _NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["
           "cfr+car": ["cfr", "cfr+car"], "cfr+car-only": ["cfr", "cfr+car"],
           "cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
           "cfr-conventional+car-only": ["cfr-conventional", "cfr-conventional+car"],
-          "reprover": ["reprover"]}
+          "reprover": ["reprover"],
+          "bm25+usage+cfr-conventional": ["cfr-conventional"],
+          "bm25+usage+locality+cfr-conventional": ["cfr-conventional"],
+          "bm25+usage+locality+cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"]}
 
 
 def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
@@ -289,6 +292,10 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "bm25+locality": _fusion("bm25", "locality"),
     "bm25+usage": _fusion("bm25", "usage"),
     "bm25+usage+locality": _fusion("bm25", "usage", "locality"),
+    # The learned rows fused with the priors: what the priors leave for learning to add.
+    "bm25+usage+cfr-conventional": _fusion("bm25", "usage", "cfr-conventional"),
+    "bm25+usage+locality+cfr-conventional": _fusion("bm25", "usage", "locality", "cfr-conventional"),
+    "bm25+usage+locality+cfr-conventional+car": _fusion("bm25", "usage", "locality", "cfr-conventional+car"),
 }
 
 
