@@ -42,7 +42,8 @@ from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.jsonio import load_json, write_json  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree, row_provenance  # noqa: E402
+from prover.utils.runinfo import (machine, peak_rss_gib, provenance_lines, require_clean_tree,  # noqa: E402
+                                  row_provenance)
 from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
 from retriever.registry import build_retriever, missing_training  # noqa: E402
 
@@ -120,22 +121,6 @@ def row_label(row: dict) -> str:
     return row["condition"] + (" (dirty tree)" if dirty else "")
 
 
-def provenance_lines(result: dict) -> str:
-    groups: dict[tuple[str, str] | None, list[str]] = {}
-    for r in result["rows"]:
-        p = r.get("provenance")
-        groups.setdefault((p["git_commit"], p["command"]) if p else None, []).append(r["condition"])
-    if list(groups) in ([], [None], [(result["git_commit"], result["command"])]):
-        return ""
-    lines = []
-    for key, names in groups.items():
-        if key is None:
-            lines.append(f"Rows written before rows recorded their own commit: {', '.join(names)}.")
-        else:
-            lines.append(f"Rows written at commit {key[0]}: {', '.join(names)}; command: `{key[1]}`.")
-    return "\n".join(lines) + "\n"
-
-
 def markdown(result: dict) -> str:
     n = result["config"]["num_samples"]
     train = result.get("model_training") or {}
@@ -184,7 +169,7 @@ def markdown(result: dict) -> str:
     if result.get("throughput"):
         lines += ["", "| batch | states/s (beam %d) |" % n, "|---|---|"]
         lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]
-    per_row = provenance_lines(result)
+    per_row = provenance_lines(result, "condition")
     last = "Last run: " if per_row else ""
     lines += ["", f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores)"
               f"{', GPU ' + result['machine']['gpu'] if result['machine'].get('gpu') else ''}. "

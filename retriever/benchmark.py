@@ -17,7 +17,7 @@ from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib, row_provenance
+from prover.utils.runinfo import git_commit, machine, peak_rss_gib, provenance_lines, row_provenance
 from retriever.cost import retriever_cost
 from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
 from retriever.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
@@ -227,29 +227,9 @@ def row_label(row: dict) -> str:
             + (f" (under-trained: {why})" if why else ""))
 
 
-def provenance_lines(result: dict) -> str:
-    """Which commit and command wrote which rows, when that is not simply the file's own.
-    Rows from before per-row provenance are named as such rather than credited to the last run."""
-    groups: dict[tuple[str, str] | None, list[str]] = {}
-    for r in result["rows"]:
-        p = r.get("provenance")
-        groups.setdefault((p["git_commit"], p["command"]) if p else None, []).append(r["retriever"])
-    # One run wrote every row, or no row says (a file from before rows had provenance): the
-    # file-level commit and command already tell it.
-    if list(groups) in ([], [None], [(result["git_commit"], result["command"])]):
-        return ""
-    lines = []
-    for key, names in groups.items():
-        if key is None:
-            lines.append(f"Rows written before rows recorded their own commit: {', '.join(names)}.")
-        else:
-            lines.append(f"Rows written at commit {key[0]}: {', '.join(names)}; command: `{key[1]}`.")
-    return "\n".join(lines) + "\n"
-
-
 def _footer(result: dict) -> str:
     m = result["machine"]
-    per_row = provenance_lines(result)
+    per_row = provenance_lines(result, "retriever")
     # With rows from several runs, the file-level commit and command are only the last run's.
     last = "Last run: " if per_row else ""
     # Configs of the oldest results files have no retriever.device.

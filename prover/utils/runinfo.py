@@ -58,6 +58,27 @@ def row_provenance(commit: str, command: str, config: dict) -> dict:
             "dirty": is_dirty(commit)}
 
 
+def provenance_lines(result: dict, name_key: str) -> str:
+    """Which commit and command wrote which rows, when that is not simply the file's own.
+    Rows from before per-row provenance are named as such rather than credited to the last run.
+    `name_key` is the field that names a row ("retriever", "condition")."""
+    groups: dict[tuple[str, str] | None, list[str]] = {}
+    for r in result["rows"]:
+        p = r.get("provenance")
+        groups.setdefault((p["git_commit"], p["command"]) if p else None, []).append(r[name_key])
+    # One run wrote every row, or no row says (a file from before rows had provenance): the
+    # file-level commit and command already tell it.
+    if list(groups) in ([], [None], [(result["git_commit"], result["command"])]):
+        return ""
+    lines = []
+    for key, names in groups.items():
+        if key is None:
+            lines.append(f"Rows written before rows recorded their own commit: {', '.join(names)}.")
+        else:
+            lines.append(f"Rows written at commit {key[0]}: {', '.join(names)}; command: `{key[1]}`.")
+    return "\n".join(lines) + "\n"
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
