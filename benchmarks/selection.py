@@ -72,7 +72,10 @@ def other_choices() -> list[dict]:
                               "its 45 CPU-minutes buy (LR decay ends there); CAR's k1 and weight kept from D, "
                               "not re-chosen",
                     "selected_on": "nothing new was chosen", "metric": "-",
-                    "source": "configs/retriever/cpu.yaml", "commit": real["git_commit"],
+                    # The commit that trained and scored E's rows (the file's own moves with every resume).
+                    "source": "configs/retriever/cpu.yaml",
+                    "commit": next(r["provenance"]["git_commit"] for r in real["rows"]
+                                   if r["retriever"] == "cfr-conventional"),
                     "tried": [{"validation file (real states)": "retrieval-mathlib-src-leandojo-real-val-cpu.json",
                                "best no-learning row there": real.get("best_no_learning")}],
                     "chosen": "E", "test_file": "retrieval-mathlib-src-random-test-cpu.json"})
