@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from prover.data.theorem import Theorem
-from prover.env.base import normalize_ws
-from prover.env.replay import split_goals
+from prover.search.replay_benchmark import RecordedTactics
 from prover.search.sources import Suggested
 
 # Tactics no traced proof records: Replay answers them with errors (or GivenUp, for sorry).
@@ -21,36 +20,21 @@ DISTRACTORS = (("simp [oracle_distractor]", -0.2), ("sorry", -0.3), ("exact orac
                ("oracle_distractor", -0.6))
 
 
-class OracleTactics:
-    """TEST DOUBLE TacticSource: recorded tactics of a state (plus distractors), best first."""
+class OracleTactics(RecordedTactics):
+    """TEST DOUBLE TacticSource: recorded tactics of a state (plus distractors), best first.
+    The recorded ones are found as the replay ceiling finds them (RecordedTactics)."""
 
     name = "oracle-test-double"
 
     def __init__(self, theorems: Sequence[Theorem], focus_goals: bool = False,
                  distractors: Sequence[tuple[str, float]] = DISTRACTORS,
                  recorded_logprob: float = -1.0, on_suggest: Callable[[str], None] | None = None) -> None:
-        self.by_state: dict[str, list[str]] = {}
-        for thm in theorems:
-            for t in thm.traced_tactics:
-                tactics = self.by_state.setdefault(normalize_ws(t.state_before), [])
-                if t.tactic not in tactics:
-                    tactics.append(t.tactic)
-        self.focus_goals = focus_goals
+        super().__init__(theorems, focus_goals)
         self.distractors = list(distractors)
         self.recorded_logprob = recorded_logprob
         self.on_suggest = on_suggest
         self.calls = 0
         self.batch_sizes: list[int] = []
-
-    def recorded(self, state: str) -> list[str]:
-        keys = [normalize_ws(state)]
-        if self.focus_goals:  # as ReplayEnv's focus_goals: records made on the first goals
-            goals = split_goals(state)
-            keys += [normalize_ws("\n\n".join(goals[:k])) for k in range(len(goals) - 1, 0, -1)]
-        out: list[str] = []
-        for key in keys:
-            out += [t for t in self.by_state.get(key, []) if t not in out]
-        return out
 
     def suggest(self, requests):
         self.calls += 1
