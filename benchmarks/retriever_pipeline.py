@@ -51,8 +51,12 @@ def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
     first = load_config(RetrieverTrainConfig, config, []).car.first_stage
     if first not in ("cfr", "cfr-conventional"):
         raise SystemExit(f"{config}: car.first_stage {first!r} has no training stage here (cfr or cfr-conventional)")
-    stages = dict(STAGES)
-    stages["train-car"] = (["train-car"], ["train-cfr" if first == "cfr" else "train-cfr-conventional"])
+    car_first = "train-cfr" if first == "cfr" else "train-cfr-conventional"
+    # The chain that ends in CAR is the longest, so its CFR starts before the other one: with
+    # two jobs, pretrain -> CAR's CFR -> CAR runs on one core and the rest on the other.
+    order = ["pretrain", car_first, "train-car"] + [s for s in STAGES if s not in ("pretrain", car_first, "train-car")]
+    stages = {name: STAGES[name] for name in order}
+    stages["train-car"] = (["train-car"], [car_first])
     return stages
 
 

@@ -156,6 +156,11 @@ def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair(
     pipeline = benchmark_script("retriever_pipeline")
     assert pipeline.stages_for(str(repo / "configs/retriever/small.yaml"))["train-car"][1] == ["train-cfr"]
     assert pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))["train-car"][1] == ["train-cfr-conventional"]
+    # CAR's chain starts first: its CFR comes right after pretrain, before the other CFR.
+    assert list(pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml")))[:3] == [
+        "pretrain", "train-cfr-conventional", "train-car"]
+    assert list(pipeline.stages_for(str(repo / "configs/retriever/small.yaml")))[:3] == [
+        "pretrain", "train-cfr", "train-car"]
     # The cpu benchmark scores the CAR its training config trains, and records that run's budget.
     bench = load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml"))
     car_rows = [r for r in bench.retrievers if "+car" in r]
