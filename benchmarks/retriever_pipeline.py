@@ -9,6 +9,7 @@ row alike. A stage starts as soon as the stages it needs have finished:
   pretrain (MLM, shared by CFR and CAR) -> train-cfr (fine-grained) -> train-car (hard negatives from CFR)
   pretrain -> train-cfr cfr.similarity=conventional
   train-reprover (needs nothing)
+  train-fusion (after the stages its members need; fitted on the val split)
 (train-car waits for train-cfr-conventional instead when the config's car.first_stage is
 cfr-conventional.)
 and then benchmarks/retrieval.py with configs/retrieval/benchmark_neural.yaml scores them all.
@@ -44,11 +45,18 @@ STAGES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
+# The stage that trains what a fusion member loads (members not listed train nothing).
+_MEMBER_STAGE = {"cfr": "train-cfr", "hybrid": "train-cfr", "cfr-conventional": "train-cfr-conventional",
+                 "reprover": "train-reprover"}
+
+
 def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
-    """STAGES, with train-car after the CFR its config's `car.first_stage` names."""
+    """STAGES, with train-car after the CFR its config's `car.first_stage` names, and
+    train-fusion (seconds to minutes, on the val split) after the stages of its members."""
     from prover.config import load_config
     from retriever.settings import RetrieverTrainConfig
-    first = load_config(RetrieverTrainConfig, config, []).car.first_stage
+    tc = load_config(RetrieverTrainConfig, config, [])
+    first = tc.car.first_stage
     if first not in ("cfr", "cfr-conventional"):
         raise SystemExit(f"{config}: car.first_stage {first!r} has no training stage here (cfr or cfr-conventional)")
     car_first = "train-cfr" if first == "cfr" else "train-cfr-conventional"
@@ -57,6 +65,12 @@ def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
     order = ["pretrain", car_first, "train-car"] + [s for s in STAGES if s not in ("pretrain", car_first, "train-car")]
     stages = {name: STAGES[name] for name in order}
     stages["train-car"] = (["train-car"], [car_first])
+    needs = []
+    for m in tc.fusion.members:
+        stage = "train-car" if m.endswith(("+car", "+car-only")) else _MEMBER_STAGE.get(m)
+        if stage and stage not in needs:
+            needs.append(stage)
+    stages["train-fusion"] = (["train-fusion"], needs)
     return stages
 
 

@@ -63,6 +63,11 @@ def _cmd_train_reprover(args: argparse.Namespace) -> int:
     return run_train_reprover(args.config, args.overrides)
 
 
+def _cmd_train_fusion(args: argparse.Namespace) -> int:
+    from prover.commands.train_fusion import run_train_fusion
+    return run_train_fusion(args.config, args.overrides)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from prover.commands.serve import run_serve
     return run_serve(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
@@ -187,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--out", default=None, help="index folder (default: <run_dir>/cfr/index)")
     _config_command(retr, "train-reprover", "train the ReProver-style ByT5 retriever baseline",
                     _cmd_train_reprover)
+    _config_command(retr, "train-fusion", "fit the fusion ranker (weights over its members' ranks) on "
+                    "the validation split", _cmd_train_fusion)
 
     srv = sub.add_parser("serve", help="premise search engine: HTTP API and web page over a retriever index")
     srv.add_argument("--config", default=None, help="YAML config, e.g. configs/serve/tiny.yaml")

@@ -41,8 +41,9 @@ class RetrieverConfig:
     model_overrides: list[str] = field(default_factory=list)
     # The `usage` baseline counts the proofs of this training split (under data.root); None:
     # the evaluated split's strategy's train split, else random/train (retriever/registry.py).
-    usage_split: str | None = None
+    usage_split: str | None = None  # (`neighbors` counts the same proofs)
     seed: int = 0  # the `random` baseline's seed
+    neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/neighbors.py)
 
 
 @dataclass

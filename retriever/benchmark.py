@@ -33,7 +33,8 @@ TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-
               "bm25+usage+locality+cfr-conventional": ["pretrain", "cfr-conventional"],
               "bm25+usage+locality+cfr-conventional+car": ["pretrain", "cfr-conventional", "car-conventional"],
               "hybrid": ["pretrain", "cfr"],
-              "reprover": ["reprover"]}
+              "reprover": ["reprover"],
+              "fusion": ["pretrain", "cfr-conventional", "fusion"]}
 for _first in ("cfr", "cfr-conventional"):
     for _row in (f"{_first}+car", f"{_first}+car-only"):
         TRAINED_BY[_row] = ["pretrain", _first, car_run_dir("", _first).name]
@@ -112,7 +113,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     return result
 
 
-NO_LEARNING = {"bm25", "bm25-plain", "locality", "usage", "random"}
+NO_LEARNING = {"bm25", "bm25-plain", "locality", "usage", "random", "neighbors"}
 
 
 def is_no_learning(name: str) -> bool:

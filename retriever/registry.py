@@ -59,30 +59,41 @@ def usage_split(cfg: Any) -> str:
     return own if own and Dataset(cfg.data.root).has_split(own) else "random/train"
 
 
-def _usage(corpus: Corpus, cfg: Any) -> Retriever:
-    """Counts training proofs only: the usage split must differ from the evaluated split, and
-    a training theorem that is also in the evaluated split (same file and name, as when a
-    random/train is counted for a novel_premises/test) is left out."""
+def training_theorems(cfg: Any, who: str) -> list:
+    """The proofs `who` (usage, neighbors) may count: those of `usage_split(cfg)`, less any
+    theorem that is also in the evaluated split (same file and name, as when a random/train
+    is counted for a novel_premises/test). The usage split must differ from the evaluated one."""
     from prover.data.dataset import Dataset
-    from retriever.baselines import UsageRetriever
     root = OmegaConf.select(cfg, "data.root", default=None) if cfg is not None else None
     if root is None:
-        raise UserInputError("retriever usage counts a dataset's training proofs: it needs "
-                             "data.root (the dataset folder) in the config")
+        raise UserInputError(f"retriever {who} counts a dataset's training proofs: it needs "
+                             f"data.root (the dataset folder) in the config")
     train = usage_split(cfg)
     evaluated = OmegaConf.select(cfg, "data.split", default=None)
     if train == evaluated:
         raise UserInputError(f"retriever.usage_split {train} is the evaluated split "
-                             f"(data.split): usage must count training proofs only")
+                             f"(data.split): {who} must count training proofs only")
     ds = Dataset(root, on_error=OmegaConf.select(cfg, "data.on_error", default="raise"))
     if not ds.has_split(train):
-        raise UserInputError(f"retriever usage: no split {train} under {root} "
+        raise UserInputError(f"retriever {who}: no split {train} under {root} "
                              f"(set retriever.usage_split to a training split)")
     theorems = ds.theorems(train)
     if evaluated and ds.has_split(evaluated):
         held_out = {(t.file_path, t.full_name) for t in ds.theorems(evaluated)}
         theorems = [t for t in theorems if (t.file_path, t.full_name) not in held_out]
-    return UsageRetriever(corpus, theorems)
+    return theorems
+
+
+def _usage(corpus: Corpus, cfg: Any) -> Retriever:
+    from retriever.baselines import UsageRetriever
+    return UsageRetriever(corpus, training_theorems(cfg, "usage"))
+
+
+def _neighbors(corpus: Corpus, cfg: Any) -> Retriever:
+    from retriever.neighbors import NeighborUsageRetriever
+    k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
+    # A training config (train-fusion's members) has no `retriever` section: the default k.
+    return NeighborUsageRetriever(corpus, training_theorems(cfg, "neighbors"), int(k or 5))
 
 
 def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
@@ -152,6 +163,9 @@ def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
                                     starts_from(tc.car.init) + (out[name],))
     out["reprover"] = _Stage("a trained ReProver-style retriever", run / "reprover" / "model",
                              "train-reprover")
+    out["fusion"] = _Stage("a fitted fusion ranker", run / "fusion", "train-fusion",
+                           deps=tuple(out[n] for m in tc.fusion.members for n in _NEEDS.get(m, [])),
+                           marker="model.json")
     return out
 
 
@@ -163,7 +177,8 @@ _NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["
           "reprover": ["reprover"],
           "bm25+usage+cfr-conventional": ["cfr-conventional"],
           "bm25+usage+locality+cfr-conventional": ["cfr-conventional"],
-          "bm25+usage+locality+cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"]}
+          "bm25+usage+locality+cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
+          "fusion": ["fusion"]}
 
 
 def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
@@ -268,6 +283,14 @@ def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
     return build_reprover(corpus, training_config(cfg))
 
 
+def _learned_fusion(corpus: Corpus, cfg: Any) -> Retriever:
+    """The fusion ranker fitted by `prover retriever train-fusion`, over the members it was fitted with."""
+    from retriever.learned_fusion import FusionModel, LearnedFusionRetriever
+    require_trained("fusion", cfg)
+    model = FusionModel.load(Path(training_config(cfg).run_dir) / "fusion" / "model.json")
+    return LearnedFusionRetriever([REGISTRY[m](corpus, cfg) for m in model.members], model)
+
+
 def _hybrid(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.hybrid import HybridRetriever
     require_trained("hybrid", cfg)  # before BM25 indexes the corpus for nothing
@@ -285,13 +308,18 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "cfr-conventional+car-only": _cfr_car("cfr-conventional", 0.0),
     "reprover": _reprover,
     "hybrid": _hybrid,
+    # Learned weights over the ranks of BM25, the priors, neighbours and CFR (train-fusion).
+    "fusion": _learned_fusion,
     # Nothing learned: the floor of every table (retriever/baselines.py).
     "locality": _locality,
     "usage": _usage,
     "random": _random,
+    "neighbors": _neighbors,
     "bm25+locality": _fusion("bm25", "locality"),
     "bm25+usage": _fusion("bm25", "usage"),
     "bm25+usage+locality": _fusion("bm25", "usage", "locality"),
+    "bm25+usage+neighbors": _fusion("bm25", "usage", "neighbors"),
+    "bm25+usage+locality+neighbors": _fusion("bm25", "usage", "locality", "neighbors"),
     # The learned rows fused with the priors: what the priors leave for learning to add.
     "bm25+usage+cfr-conventional": _fusion("bm25", "usage", "cfr-conventional"),
     "bm25+usage+locality+cfr-conventional": _fusion("bm25", "usage", "locality", "cfr-conventional"),

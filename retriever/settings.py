@@ -163,6 +163,20 @@ class ReProverConfig:
 
 
 @dataclass
+class FusionConfig:
+    """The `fusion` ranker: a logistic regression over its members' ranks (retriever/learned_fusion.py)."""
+
+    # Registered retrievers whose top `depth` are the candidates; trained ones come from this run.
+    members: list[str] = field(default_factory=lambda: [
+        "bm25", "usage", "locality", "neighbors", "cfr-conventional"])
+    depth: int = 100
+    split: str | None = None  # queries it is fitted on (None: val_split); never a test split
+    max_queries: int | None = None  # a seeded subset of them (None: all)
+    l2: float = 1e-3
+    folds: int = 5  # cross-validation over the fitting queries, reported in summary.json (1: none)
+
+
+@dataclass
 class RetrieverTrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     run_dir: str = "runs/retriever"  # pretrain/, cfr/, car/, reprover/ and the index live here
@@ -176,3 +190,4 @@ class RetrieverTrainConfig:
     cfr: CFRConfig = field(default_factory=CFRConfig)
     car: CARConfig = field(default_factory=CARConfig)
     reprover: ReProverConfig = field(default_factory=ReProverConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)

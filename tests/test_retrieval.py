@@ -161,6 +161,9 @@ def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair(
         "pretrain", "train-cfr-conventional", "train-car"]
     assert list(pipeline.stages_for(str(repo / "configs/retriever/small.yaml")))[:3] == [
         "pretrain", "train-cfr", "train-car"]
+    # The fusion stage waits for the CFR its members load (cpu.yaml: conventional CFR).
+    assert pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))["train-fusion"][1] == [
+        "train-cfr-conventional"]
     # The cpu benchmark scores the CAR its training config trains, and records that run's budget.
     bench = load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml"))
     car_rows = [r for r in bench.retrievers if "+car" in r]

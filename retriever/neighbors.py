@@ -1,0 +1,91 @@
+"""`neighbors`: the premises that the training proofs of the most similar states used.
+
+Nothing here is learned. Every traced tactic of the training split is a document (its state
+before, as lexical tokens) carrying the premises it used. A query state is matched against
+them with BM25; the `k` nearest vote for their premises, each vote weighted by the match
+score; premises nobody voted for follow in locality order (as in `usage`). k = 5 was chosen
+on the validation splits (R@10 on random/val: 40.6 at k 5, 35.2 at 20, 31.1 at 50; on
+leandojo-real/val 24.4, 23.8, 20.7; benchmarks/results/selection.md). This is the
+k-nearest-neighbour premise selector of the ATP literature (MaSh, Kaliszyk & Urban 2015) with
+BM25 as the similarity: states that look alike are proved with the same lemmas, which no
+premise's own text says.
+
+Callers pass training theorems only (the registry leaves out any theorem of the evaluated
+split), or the retriever hands the benchmark its answers.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from prover.data.corpus import Corpus
+from prover.data.pairs import gold_indices
+from prover.data.theorem import Theorem
+from retriever.base import Context, RankedPremise, Retriever
+from retriever.baselines import LocalityRetriever
+from retriever.lean_tokens import lean_tokens
+
+log = logging.getLogger(__name__)
+
+
+class NeighborUsageRetriever(Retriever):
+    """Premises voted for by the `k` training states nearest (BM25) to the query state."""
+
+    def __init__(self, corpus: Corpus, training_theorems: Iterable[Theorem], k: int = 5,
+                 max_query_chars: int = 20_000) -> None:
+        super().__init__(corpus)
+        if k < 1:
+            raise ValueError(f"neighbors needs k >= 1, not {k}")
+        self.k = k
+        self.name = "neighbors" if k == 5 else f"neighbors-{k}"
+        self.max_query_chars = max_query_chars
+        self.locality = LocalityRetriever(corpus)
+        docs: list[list[str]] = []
+        self.doc_premises: list[np.ndarray] = []
+        for thm in training_theorems:
+            for tac in thm.traced_tactics:
+                used = gold_indices(tac, corpus)
+                if used:  # a state whose proof used no known premise casts no vote
+                    docs.append(lean_tokens(tac.state_before[: self.max_query_chars]))
+                    self.doc_premises.append(np.asarray(used, dtype=np.int64))
+        if not docs:
+            raise ValueError("neighbors: the training theorems use no premise of the corpus")
+        import bm25s  # as in retriever/bm25.py: scipy is slow to import
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
+        self.bm25 = bm25s.BM25()
+        self.bm25.index(docs, show_progress=False)
+        log.info("neighbors (k=%d) indexed %d training states", k, len(docs))
+
+    def votes(self, state: str) -> np.ndarray:
+        """Each premise's summed BM25 score over the k nearest training states that used it."""
+        out = np.zeros(len(self.corpus), dtype=np.float64)
+        vocab = self.bm25.vocab_dict
+        toks = [t for t in lean_tokens(state[: self.max_query_chars]) if t in vocab]
+        if not toks:
+            return out
+        sim = self.bm25.get_scores(toks)
+        k = min(self.k, len(sim))
+        near = np.argpartition(-sim, k - 1)[:k]
+        for d in near:
+            if sim[d] > 0:
+                np.add.at(out, self.doc_premises[d], float(sim[d]))
+        return out
+
+    def retrieve(self, states: Sequence[str], k: int,
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
+        if len(states) != len(contexts):
+            raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
+        n = len(self.corpus)
+        out = []
+        for state, ctx in zip(states, contexts):
+            # Locality's -rank mapped into (0, 1) below every vote: it only orders the rest.
+            loc = (self.locality.locality_scores(ctx) + n) / (n + 1)
+            v = self.votes(state)
+            scores = np.where(v > 0, 1.0 + v, loc)
+            if ctx is not None:
+                scores = np.where(ctx.accessible(self.corpus), scores, -np.inf)
+            out.append(self._ranked(scores, k))
+        return out

@@ -1,0 +1,162 @@
+"""`neighbors` (premises of the nearest training states) and `fusion` (learned weights over ranks)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from prover.config import RetrievalBenchmarkConfig
+from prover.data.corpus import Corpus
+from prover.data.dataset import Dataset
+from prover.data.errors import UserInputError
+from prover.data.pairs import premise_queries
+from retriever.base import TheoremContext
+from retriever.learned_fusion import FusionModel, LearnedFusionRetriever, fit_fusion, order, rank_features
+from retriever.registry import build_retriever, missing_training
+from tests.conftest import REPO, tactic, theorem_record, write_json
+
+# Corpus indices of TINY_CORPUS: A: a1 0, a2 1, dup 2 | B: b1 3, dup 4 | C: c1 5, c2 6, c3 7 | D: d1 8
+A1, A2, DUP_A, B1, DUP_B, C1, C2, C3, D1 = range(9)
+
+
+def _cfg(root: Path, split: str = "random/test") -> object:
+    cfg = OmegaConf.structured(RetrievalBenchmarkConfig)
+    cfg.data.root, cfg.data.split = str(root), split
+    return cfg
+
+
+@pytest.fixture
+def states_dataset(tmp_path, tiny_corpus_path) -> Path:
+    """Training proofs in C.lean: a state about rings used a1, one about orders used b1 and a2;
+    `held` (about rings too, used dup of A) is also in random/test, so it must not vote."""
+    root = tiny_corpus_path.parent
+    ring = theorem_record("ring", "C.lean", [tactic("rw [a1]", [("a1", "A.lean")],
+                                                    before="x : R\n⊢ x * 1 = x")])
+    order_ = theorem_record("order", "C.lean", [tactic("exact b1.trans a2", [("b1", "B.lean"), ("a2", "A.lean")],
+                                                       before="h : a ≤ b\n⊢ a ≤ c")])
+    held = theorem_record("held", "C.lean", [tactic("exact dup", [("dup", "A.lean")],
+                                                    before="x : R\n⊢ x * 1 = x")])
+    write_json(root / "random" / "train.json", [ring, order_, held])
+    write_json(root / "random" / "test.json", [held])
+    return root
+
+
+def _ranked(retriever, state: str, ctx=TheoremContext("C.lean", (10, 1)), k: int = 100) -> list[int]:
+    return [h.index for h in retriever.retrieve([state], k, [ctx])[0]]
+
+
+def test_neighbors_vote_for_the_premises_of_the_nearest_training_states(states_dataset):
+    corpus = Corpus.load(states_dataset / "corpus.jsonl")
+    nb = build_retriever("neighbors", corpus, _cfg(states_dataset))
+    # Two training states index (held is in the evaluated split): ring's and order's.
+    assert len(nb.doc_premises) == 2
+    # A ring-like query: a1 first (the ring state is nearest), then b1 and a2 (the order state
+    # shares only `:` and `⊢` with it, so it votes less), then the rest in locality order,
+    # accessible only (c3 comes after a theorem at C.lean (10, 1); D is not imported).
+    ranked = _ranked(nb, "y : R\n⊢ y * 1 = y")
+    loc = build_retriever("locality", corpus, _cfg(states_dataset))
+    assert ranked[0] == A1 and set(ranked[1:3]) == {B1, A2}
+    assert ranked[3:] == [i for i in _ranked(loc, "") if i not in (A1, B1, A2)]
+    assert set(ranked) == {A1, A2, DUP_A, B1, DUP_B, C1, C2}
+    # An order-like query: b1 and a2 first (one neighbour voted for both), then locality.
+    assert set(_ranked(nb, "h : p ≤ q\n⊢ p ≤ r")[:2]) == {B1, A2}
+    # A query sharing no token with any training state gets locality order alone.
+    assert _ranked(nb, "zzz") == _ranked(loc, "zzz")
+
+
+def test_neighbors_count_training_proofs_only(states_dataset):
+    corpus = Corpus.load(states_dataset / "corpus.jsonl")
+    # Evaluating random/val (absent) holds nothing out: `held` votes for dup, tied with ring's a1.
+    leaky = build_retriever("neighbors", corpus, _cfg(states_dataset, "random/val"))
+    assert len(leaky.doc_premises) == 3 and DUP_A in _ranked(leaky, "y : R\n⊢ y * 1 = y")[:2]
+    cfg = _cfg(states_dataset)
+    cfg.retriever.usage_split = "random/test"
+    with pytest.raises(UserInputError, match="evaluated split"):
+        build_retriever("neighbors", corpus, cfg)
+
+
+def test_rank_features_by_hand():
+    cand, feats = rank_features([[7, 3], [3, 9]], depth=2)
+    assert cand.tolist() == [7, 3, 9]
+    ranks = np.array([[1, 3], [2, 1], [3, 2]], dtype=float)  # absent: depth + 1 = 3
+    assert np.allclose(feats[:, :2], 1 / ranks)
+    assert feats[:, 2:4].tolist() == [[1, 0], [1, 1], [0, 1]]
+    assert np.allclose(feats[:, 4:], np.log(ranks))
+
+
+def test_fit_fusion_learns_which_member_to_trust():
+    # Member 0 always puts a gold premise first; member 1 ranks at random. Fitted weights must
+    # rank member 0's first pick first: R@1 of the fused order is 1.
+    rng = np.random.default_rng(0)
+    ex, truth = [], []
+    for q in range(60):
+        pool = rng.permutation(1000)[:40] + 1000 * q
+        gold = int(pool[0])
+        good = [gold] + pool[1:20].tolist()
+        noisy = rng.permutation(pool).tolist()[:20]
+        cand, feats = rank_features([good, noisy], depth=20)
+        ex.append((feats, cand == gold))
+        truth.append((cand, feats, gold))
+    model = fit_fusion(ex, ["good", "noisy"], depth=20)
+    assert all(order(c, model.score(f))[0] == g for c, f, g in truth)
+    # 1/rank of the trusted member carries positive weight, of the noisy one less.
+    assert model.weights[0] > 0 and model.weights[0] > abs(model.weights[1])
+
+
+def test_learned_fusion_retriever_orders_by_the_model(tiny_corpus_path, tmp_path):
+    corpus = Corpus.load(tiny_corpus_path)
+    loc = build_retriever("locality", corpus)
+    rnd = build_retriever("random", corpus)
+    # Weights that follow the second member only (its 1/rank): the fused order is random's.
+    model = FusionModel(["locality", "random"], depth=100, mean=[0.0] * 6, std=[1.0] * 6,
+                        weights=[0, 1, 0, 0, 0, 0], bias=0.0)
+    model.save(tmp_path / "m.json")
+    fused = LearnedFusionRetriever([loc, rnd], FusionModel.load(tmp_path / "m.json"))
+    ctx = TheoremContext("C.lean", (5, 8))
+    assert _ranked(fused, "⊢ True", ctx) == _ranked(rnd, "⊢ True", ctx)
+    assert len(_ranked(fused, "⊢ True", ctx, k=3)) == 3
+    with pytest.raises(ValueError, match="members"):
+        LearnedFusionRetriever([loc], model)
+
+
+def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_path):
+    """The CLI stage end to end: fitted on random/val only, 5-fold R@10 above every member's,
+    and the registered `fusion` row then loads it and ranks random/test."""
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "prover.cli", "retriever", "train-fusion", "--config",
+           str(REPO / "configs/retriever/tiny.yaml"), f"data.root={mini_root}", f"run_dir={run}",
+           "fusion.members=[bm25,usage,locality,neighbors]"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    s = json.loads((run / "fusion" / "summary.json").read_text())
+    assert s["split"] == "random/val" and s["queries"] > 100 and s["cv_folds"] == 5
+    assert s["cv_R@10"] > max(s["member_R@10"].values())
+    assert s["cv_R@10"] <= s["candidates_recall"]
+    cfg = _cfg(mini_root)
+    cfg.retriever.models = str(REPO / "configs/retriever/tiny.yaml")
+    cfg.retriever.run_dir = str(run)
+    assert missing_training("fusion", cfg) is None
+    ds = Dataset(mini_root)
+    corpus = ds.corpus()
+    fused = build_retriever("fusion", corpus, cfg)
+    assert [m.name for m in fused.members] == ["bm25", "usage", "locality", "neighbors"]
+    queries, _ = premise_queries(ds.theorems("random/test"), corpus)
+    hits = fused.retrieve([q.state for q in queries[:5]], 10,
+                          [TheoremContext(q.file_path, q.position) for q in queries[:5]])
+    assert all(len(h) == 10 for h in hits)
+    # A test split is refused as fitting data.
+    bad = subprocess.run(cmd + ["fusion.split=random/test"], capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode != 0 and "test split" in bad.stderr
+
+
+def test_fusion_without_its_model_names_the_command(mini_root, tmp_path):
+    cfg = _cfg(mini_root)
+    cfg.retriever.models = str(REPO / "configs/retriever/tiny.yaml")
+    cfg.retriever.run_dir = str(tmp_path / "none")
+    msg = missing_training("fusion", cfg)
+    assert "fusion" in msg and "train-fusion" in msg
