@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from prover.config import load_config
+from prover.config import load_config, to_plain
+from prover.data.jsonio import write_json
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, require_clean_tree, to_plain, write_json
+from prover.utils.runinfo import git_commit, machine, require_clean_tree
 from retriever.bootstrap import paired_intervals
 from retriever.settings import RetrieverTrainConfig
 
