@@ -77,7 +77,10 @@ class RetrieverSpec:
         corpus = Dataset(self.corpus).corpus()
         # The registry reads a typed `retriever:` section (bm25 settings as a BM25Config).
         section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {**self.cfg, "name": self.name})
-        retriever = build_retriever(self.name, corpus, OmegaConf.create({"retriever": section}))
+        # `data.root`: the priors (usage, neighbors, fusion) count the training proofs of this
+        # dataset (retriever.usage_split, else random/train).
+        retriever = build_retriever(self.name, corpus, OmegaConf.create(
+            {"retriever": section, "data": {"root": self.corpus}}))
         log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
         return RetrieverPremises(retriever, self.k)
 
