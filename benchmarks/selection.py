@@ -79,6 +79,19 @@ def other_choices() -> list[dict]:
                     "tried": [{"validation file (real states)": "retrieval-mathlib-src-leandojo-real-val-cpu.json",
                                "best no-learning row there": real.get("best_no_learning")}],
                     "chosen": "E", "test_file": "retrieval-mathlib-src-random-test-cpu.json"})
+    fsel = _load("fusion-selection-mathlib-src")
+    if fsel:
+        out.append({"choice": "neighbors' k (training states that vote)", "selected_on": "random/val and leandojo-real/val",
+                    "metric": "R@10", "source": "fusion-selection-mathlib-src.json", "commit": fsel["git_commit"],
+                    "tried": fsel["neighbors_k"], "chosen": f"k = {fsel['chosen_neighbors_k']} (best on both)",
+                    "test_file": "retrieval-mathlib-src-random-test-cpu.json"})
+        out.append({"choice": "fusion members (fitted on random/val, scored on leandojo-real/val)",
+                    "selected_on": "random/val (fit) and leandojo-real/val (score)", "metric": "R@10",
+                    "source": "fusion-selection-mathlib-src.json", "commit": fsel["git_commit"],
+                    "tried": [{k: v for k, v in r.items() if "CI" not in k} for r in fsel["member_sets"]],
+                    "chosen": f"{fsel['chosen_members']}: every member of the prototype; the sets within "
+                              "its noise (intervals in the source) were not preferred over it",
+                    "test_file": "retrieval-mathlib-src-random-test-cpu.json"})
     trunc = _load("truncation-mathlib-src-random-val")
     if trunc:
         out.append({"choice": "CFR state truncation side (left keeps the goal)", "selected_on": trunc["split"],
