@@ -74,7 +74,10 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     }
     keys = [(q.theorem, q.tactic_index) for q in queries]
     per_query: dict[str, dict[str, np.ndarray]] = {}  # row -> metric -> per-query values
-    for name in cfg.retrievers:
+    # Rows of an earlier run that this one does not name stay, first, in their order: naming
+    # only the new rows adds them to the file instead of dropping what was computed before.
+    names = list(done) + [n for n in cfg.retrievers if n not in done]
+    for name in names:
         if name in done:
             log.info("%s: already in %s, skipped (force=True to redo)", name, json_path)
             result["rows"].append(done[name])

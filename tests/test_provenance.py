@@ -41,6 +41,18 @@ def test_a_resumed_run_keeps_earlier_rows_provenance(tmp_path, monkeypatch):
     assert "Last run: Commit bbbb." in md
 
 
+def test_a_run_naming_only_new_rows_keeps_the_earlier_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
+    first = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="first")
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "bbbb")
+    second = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25"), command="second")
+    assert [r["retriever"] for r in second["rows"]] == ["bm25-plain", "bm25"]
+    kept, was = second["rows"][0], first["rows"][0]
+    assert (kept["metrics"], kept["provenance"]) == (was["metrics"], was["provenance"])
+    on_disk = json.loads((tmp_path / f"{STEM}.json").read_text())
+    assert [r["provenance"]["git_commit"] for r in on_disk["rows"]] == ["aaaa", "bbbb"]
+
+
 def test_rows_from_one_run_need_no_per_row_lines(tmp_path, monkeypatch):
     monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
     benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="cmd")
