@@ -116,7 +116,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     return result
 
 
-NO_LEARNING = {"bm25", "bm25-plain", "locality", "usage", "random", "neighbors"}
+NO_LEARNING = {"bm25", "bm25-plain", "locality", "usage", "random", "neighbors", "neighbors-tactic"}
 
 
 def is_no_learning(name: str) -> bool:

@@ -89,11 +89,23 @@ def _usage(corpus: Corpus, cfg: Any) -> Retriever:
     return UsageRetriever(corpus, training_theorems(cfg, "usage"))
 
 
-def _neighbors(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.neighbors import NeighborUsageRetriever
-    k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
-    # A training config (train-fusion's members) has no `retriever` section: the default k.
-    return NeighborUsageRetriever(corpus, training_theorems(cfg, "neighbors"), int(k or 5))
+def _neighbors(tactic_level: bool) -> Callable[[Corpus, Any], Retriever]:
+    """`neighbors` over whole proofs, or (`neighbors-tactic`) over the tactic-level pseudo steps
+    of prover/data/tactic_steps.py: one document per top-level tactic and per `have`/`show`/
+    `suffices`/`calc` goal the source states, each with the premises of its own text."""
+    def build(corpus: Corpus, cfg: Any) -> Retriever:
+        from retriever.neighbors import NeighborUsageRetriever
+        k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
+        theorems = training_theorems(cfg, "neighbors")
+        if tactic_level:
+            from prover.data.tactic_steps import tactic_level as split_tactics
+            theorems, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
+        # A training config (train-fusion's members) has no `retriever` section: the default k.
+        r = NeighborUsageRetriever(corpus, theorems, int(k or 5))
+        if tactic_level:
+            r.name = r.name.replace("neighbors", "neighbors-tactic", 1)
+        return r
+    return build
 
 
 def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
@@ -314,12 +326,14 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "locality": _locality,
     "usage": _usage,
     "random": _random,
-    "neighbors": _neighbors,
+    "neighbors": _neighbors(False),
+    "neighbors-tactic": _neighbors(True),
     "bm25+locality": _fusion("bm25", "locality"),
     "bm25+usage": _fusion("bm25", "usage"),
     "bm25+usage+locality": _fusion("bm25", "usage", "locality"),
     "bm25+usage+neighbors": _fusion("bm25", "usage", "neighbors"),
     "bm25+usage+locality+neighbors": _fusion("bm25", "usage", "locality", "neighbors"),
+    "bm25+usage+neighbors-tactic": _fusion("bm25", "usage", "neighbors-tactic"),
     # The learned rows fused with the priors: what the priors leave for learning to add.
     "bm25+usage+cfr-conventional": _fusion("bm25", "usage", "cfr-conventional"),
     "bm25+usage+locality+cfr-conventional": _fusion("bm25", "usage", "locality", "cfr-conventional"),

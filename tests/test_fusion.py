@@ -160,3 +160,25 @@ def test_fusion_without_its_model_names_the_command(mini_root, tmp_path):
     cfg.retriever.run_dir = str(tmp_path / "none")
     msg = missing_training("fusion", cfg)
     assert "fusion" in msg and "train-fusion" in msg
+
+
+def test_neighbors_tactic_votes_per_tactic(states_dataset):
+    # A two-tactic training proof: the state of its `have` goal votes only for the premise
+    # used inside that `have`, which whole-proof neighbors cannot tell apart.
+    root = states_dataset
+    proof = "by\n  have h : a ≤ c := b1.trans a2\n  exact a1"
+    thm = theorem_record("two", "C.lean", [{
+        "tactic": proof,
+        "annotated_tactic": ["by\n  have h : a ≤ c := <a>b1</a>.trans <a>a2</a>\n  exact <a>a1</a>",
+                             [{"full_name": n, "def_path": p, "def_pos": [1, 1], "def_end_pos": [1, 2]}
+                              for n, p in (("b1", "B.lean"), ("a2", "A.lean"), ("a1", "A.lean"))]],
+        "state_before": "x : R\n⊢ x * 1 = x", "state_after": "no goals"}])
+    write_json(root / "random" / "train.json", [thm])
+    corpus = Corpus.load(root / "corpus.jsonl")
+    whole = build_retriever("neighbors", corpus, _cfg(root))
+    steps = build_retriever("neighbors-tactic", corpus, _cfg(root))
+    assert steps.name == "neighbors-tactic" and len(whole.doc_premises) == 1
+    assert len(steps.doc_premises) > 1
+    query = "⊢ a ≤ c"
+    assert set(_ranked(steps, query)[:2]) == {B1, A2}
+    assert set(_ranked(whole, query)[:3]) == {A1, B1, A2}
