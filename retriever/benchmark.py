@@ -47,6 +47,9 @@ def results_stem(dataset: Dataset, split: str, tag: str = "") -> str:
 
 
 def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") -> dict:
+    # The commit of the code this process runs: read before anything else, since the tree may
+    # change while the data loads (the code is already imported by then).
+    commit = git_commit()
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     out_dir = Path(cfg.results_dir)
     stem = results_stem(ds, cfg.data.split, cfg.results_tag)
@@ -64,7 +67,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
 
     # The file-level commit, command and config say who wrote the file last; each row carries
     # its own in row["provenance"], which a resumed run leaves as it was.
-    commit, plain_cfg = git_commit(), to_plain(cfg)
+    plain_cfg = to_plain(cfg)
     result = {
         "benchmark": "retrieval", "command": command, "dataset": ds.name,
         "data_root": str(cfg.data.root), "split": cfg.data.split, "config": plain_cfg,
