@@ -96,15 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         rows_k.append(row)
     rows_f, per_query = [], {}
     depth = cfg.fusion.depth
+    def examples(d: dict, members: list[str]) -> list[tuple]:
+        out = []
+        for q, gold in enumerate(d["gold"]):
+            cand, feats = rank_features([d["members"][m][q] for m in members], depth)
+            out.append((cand, feats, np.isin(cand, gold), gold))
+        return out
+
     for members in MEMBER_SETS:
-        def examples(split):
-            d = data[split]
-            out = []
-            for q, gold in enumerate(d["gold"]):
-                cand, feats = rank_features([d["members"][m][q] for m in members], depth)
-                out.append((cand, feats, np.isin(cand, gold), gold))
-            return out
-        train, real = examples("random/val"), examples("leandojo-real/val")
+        train, real = examples(data["random/val"], members), examples(data["leandojo-real/val"], members)
         model = fit_fusion([e[1:3] for e in train], members, depth, cfg.fusion.l2)
         r = np.array([recall10(order(c, model.score(f)), g) for c, f, _, g in real])
         name = "+".join(members)

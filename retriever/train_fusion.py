@@ -21,7 +21,7 @@ from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from prover.utils.progress import progress_bar
 from retriever.base import TheoremContext
-from retriever.learned_fusion import FusionModel, fit_fusion, order, rank_features
+from retriever.learned_fusion import fit_fusion, order, rank_features
 
 log = logging.getLogger(__name__)
 
