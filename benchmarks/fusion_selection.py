@@ -39,6 +39,11 @@ MEMBER_SETS = [
     ["bm25", "usage", "neighbors", "cfr-conventional"],
     ["bm25", "usage", "locality", "neighbors", "cfr-conventional"],
     ["bm25", "usage", "locality", "neighbors", "neighbors-20", "neighbors-50", "cfr-conventional"],
+    # Lever 1 inside the fusion: neighbors over tactic-level pseudo steps, instead of or beside
+    # the statement-level neighbors.
+    ["bm25", "usage", "locality", "neighbors-tactic", "cfr-conventional"],
+    ["bm25", "usage", "locality", "neighbors", "neighbors-tactic"],
+    ["bm25", "usage", "locality", "neighbors", "neighbors-tactic", "cfr-conventional"],
 ]
 SPLITS = ("random/val", "leandojo-real/val")
 
@@ -53,7 +58,7 @@ def rankings(cfg, split: str, members: list[str], cache: Path):
             continue
         c = cfg.copy()
         name = m
-        if m.startswith("neighbors-"):  # neighbors at another k: the registry reads retriever.neighbors_k
+        if m.startswith("neighbors-") and m.split("-")[1].isdigit():  # neighbors at another k: the registry reads retriever.neighbors_k
             OmegaConf.update(c, "retriever", {"neighbors_k": int(m.split("-")[1])}, force_add=True)
             name = "neighbors"
         c.fusion.members = [name]

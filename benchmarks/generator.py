@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         result["rows"].append(row)
         save()
     if not result["throughput"] or args.force:
-        states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes)[0]
+        states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes,
+                               gen.input_cfg.premise_text)[0]
                   for e in examples[: cfg.throughput_states]]
         result["throughput"] = {str(b): round(throughput(gen, states, n, b), 3) for b in (1, 16)}
         result["throughput_provenance"] = row_provenance(commit, command, plain_cfg)

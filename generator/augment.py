@@ -135,8 +135,8 @@ def augment_tactic(rng: np.random.Generator, gold: Sequence[int], accessible: np
 
 
 def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentConfig, seed: int,
-                     max_bytes: int, skips: SkipLog | None = None,
-                     progress: bool = True) -> tuple[list[GeneratorExample], AugmentStats]:
+                     max_bytes: int, skips: SkipLog | None = None, progress: bool = True,
+                     premise_text: str = "full") -> tuple[list[GeneratorExample], AugmentStats]:
     """One example per traced tactic of `theorems` (see the module doc)."""
     stats = AugmentStats()
     examples: list[GeneratorExample] = []
@@ -154,7 +154,8 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             premises, positive = augment_tactic(rng, gold, accessible, corpus, cfg, stats)
             stats.with_positives += bool(gold)
             stats.without_premises += not premises
-            text, kept = format_input(tac.state_before, [corpus.premises[i] for i in premises], max_bytes)
+            text, kept = format_input(tac.state_before, [corpus.premises[i] for i in premises], max_bytes,
+                                      premise_text)
             stats.input_bytes.append(n_bytes(text))
             if kept < len(premises):
                 stats.truncated += 1

@@ -32,6 +32,8 @@ def _fingerprint(cfg: Any, split: str) -> str:
     data = OmegaConf.to_container(cfg.data, resolve=True)
     key = {"data": data, "split": split, "seed": cfg.seed,
            "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
+    if cfg.input.premise_text != "full":  # the key of data built before the option stays as it was
+        key["premise_text"] = cfg.input.premise_text
     if data.get("granularity", "statement") == "statement":
         # The key as it was before granularity existed: statement-level data built then stays valid.
         data.pop("granularity", None)
@@ -72,11 +74,12 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
     if granularity == "tactic":
         theorems, step_stats = tactic_level(theorems, cfg.input.max_target_bytes)
     examples, st = augment_examples(theorems, corpus, cfg.augment, cfg.seed,
-                                    cfg.input.max_bytes, ds.skips)
+                                    cfg.input.max_bytes, ds.skips, premise_text=cfg.input.premise_text)
     rows = []
     for ex in examples:
         row = ex.to_json(corpus)
-        row["input"] = format_input(ex.state, [corpus.premises[i] for i in ex.premises], cfg.input.max_bytes)[0]
+        row["input"] = format_input(ex.state, [corpus.premises[i] for i in ex.premises], cfg.input.max_bytes,
+                                    cfg.input.premise_text)[0]
         rows.append(row)
     write_jsonl(path, rows)
     stats = {"split": split, "fingerprint": fp, **st.as_dict(), "skips": ds.skips.as_dict()}

@@ -1,7 +1,9 @@
 """The generator's input text: premises one per line, best first, then the proof state.
 
 Premises use the retriever's `<VAR> args <GOAL> goal` form, prefixed by the premise's name
-so a tactic can cite it. The byte budget keeps the state whole and drops premises from the
+so a tactic can cite it (`premise_text="full"`, the paper's), or the name alone ("name"): a
+small model on a CPU budget then sees five premises in the bytes of one, and a tactic cites
+premises by name. The byte budget keeps the state whole and drops premises from the
 end of the list (the lowest-ranked) until the rest fit.
 """
 from __future__ import annotations
@@ -11,7 +13,14 @@ from collections.abc import Sequence
 from prover.data.premise import Premise
 
 
-def premise_line(p: Premise) -> str:
+PREMISE_TEXTS = ("full", "name")
+
+
+def premise_line(p: Premise, premise_text: str = "full") -> str:
+    if premise_text == "name":
+        return p.full_name
+    if premise_text != "full":
+        raise ValueError(f"input.premise_text must be one of {PREMISE_TEXTS}, not {premise_text!r}")
     # One premise per line: newlines inside a signature would split it into two "premises".
     return " ".join(f"{p.full_name} {p.render()}".split())
 
@@ -20,12 +29,13 @@ def n_bytes(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def format_input(state: str, premises: Sequence[Premise], max_bytes: int) -> tuple[str, int]:
+def format_input(state: str, premises: Sequence[Premise], max_bytes: int,
+                 premise_text: str = "full") -> tuple[str, int]:
     """The model input and how many of `premises` (a prefix of them) it holds."""
     budget = max_bytes - n_bytes(state)
     lines: list[str] = []
     for p in premises:
-        line = premise_line(p) + "\n"
+        line = premise_line(p, premise_text) + "\n"
         cost = n_bytes(line)
         if cost > budget:
             break  # the lowest-ranked go first: never skip one to fit a later, worse one

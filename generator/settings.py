@@ -31,6 +31,9 @@ class AugmentConfig:
 class InputConfig:
     max_bytes: int = 2300  # premises + state, in UTF-8 bytes (ReProver's input length)
     max_target_bytes: int = 512
+    # How a premise is shown (generator/inputs.py): "full" (name and statement, the paper's)
+    # or "name" (the name alone).
+    premise_text: str = "full"
 
 
 @dataclass

@@ -7,7 +7,7 @@ model with the sizes and lengths it was trained with.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -84,19 +84,18 @@ def training_theorems(cfg: Any, who: str) -> list:
     return theorems
 
 
-def _usage(corpus: Corpus, cfg: Any) -> Retriever:
+def _usage_from(corpus: Corpus, cfg: Any, theorems: list) -> Retriever:
     from retriever.baselines import UsageRetriever
-    return UsageRetriever(corpus, training_theorems(cfg, "usage"))
+    return UsageRetriever(corpus, theorems)
 
 
-def _neighbors(tactic_level: bool) -> Callable[[Corpus, Any], Retriever]:
+def _neighbors_from(tactic_level: bool) -> Callable[[Corpus, Any, list], Retriever]:
     """`neighbors` over whole proofs, or (`neighbors-tactic`) over the tactic-level pseudo steps
     of prover/data/tactic_steps.py: one document per top-level tactic and per `have`/`show`/
     `suffices`/`calc` goal the source states, each with the premises of its own text."""
-    def build(corpus: Corpus, cfg: Any) -> Retriever:
+    def build(corpus: Corpus, cfg: Any, theorems: list) -> Retriever:
         from retriever.neighbors import NeighborUsageRetriever
         k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
-        theorems = training_theorems(cfg, "neighbors")
         if tactic_level:
             from prover.data.tactic_steps import tactic_level as split_tactics
             theorems, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
@@ -108,12 +107,41 @@ def _neighbors(tactic_level: bool) -> Callable[[Corpus, Any], Retriever]:
     return build
 
 
+# The retrievers built from the training split's proofs, by what they make of them.
+_FROM_TRAINING: dict[str, Callable[[Corpus, Any, list], Retriever]] = {
+    "usage": _usage_from,
+    "neighbors": _neighbors_from(False),
+    "neighbors-tactic": _neighbors_from(True),
+}
+
+
+def _from_training(name: str) -> Callable[[Corpus, Any], Retriever]:
+    def build(corpus: Corpus, cfg: Any) -> Retriever:
+        return _FROM_TRAINING[name](corpus, cfg, training_theorems(cfg, name))
+    return build
+
+
+def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retriever]:
+    """The registered retrievers `names`, for a fusion: the members that count training proofs
+    share one loaded split (parsing it takes seconds per member)."""
+    theorems = None
+    out = []
+    for m in names:
+        if m in _FROM_TRAINING:
+            if theorems is None:
+                theorems = training_theorems(cfg, m)
+            out.append(_FROM_TRAINING[m](corpus, cfg, theorems))
+        else:
+            out.append(build_retriever(m, corpus, cfg))
+    return out
+
+
 def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
     """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
     HybridRetriever is already a generic RRF over any members, so it is reused as is."""
     def build(corpus: Corpus, cfg: Any) -> Retriever:
         from retriever.hybrid import HybridRetriever
-        return HybridRetriever([REGISTRY[m](corpus, cfg) for m in members], name="+".join(members))
+        return HybridRetriever(build_members(members, corpus, cfg), name="+".join(members))
     return build
 
 
@@ -300,7 +328,7 @@ def _learned_fusion(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.learned_fusion import FusionModel, LearnedFusionRetriever
     require_trained("fusion", cfg)
     model = FusionModel.load(Path(training_config(cfg).run_dir) / "fusion" / "model.json")
-    return LearnedFusionRetriever([REGISTRY[m](corpus, cfg) for m in model.members], model)
+    return LearnedFusionRetriever(build_members(model.members, corpus, cfg), model)
 
 
 def _hybrid(corpus: Corpus, cfg: Any) -> Retriever:
@@ -324,10 +352,10 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "fusion": _learned_fusion,
     # Nothing learned: the floor of every table (retriever/baselines.py).
     "locality": _locality,
-    "usage": _usage,
+    "usage": _from_training("usage"),
     "random": _random,
-    "neighbors": _neighbors(False),
-    "neighbors-tactic": _neighbors(True),
+    "neighbors": _from_training("neighbors"),
+    "neighbors-tactic": _from_training("neighbors-tactic"),
     "bm25+locality": _fusion("bm25", "locality"),
     "bm25+usage": _fusion("bm25", "usage"),
     "bm25+usage+locality": _fusion("bm25", "usage", "locality"),

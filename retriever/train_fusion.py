@@ -36,7 +36,7 @@ def fusion_dir(cfg: Any) -> Path:
 
 def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[set[int]]]:
     """Per query, each member's top `fusion.depth` corpus indices; and the queries' gold sets."""
-    from retriever.registry import build_retriever
+    from retriever.registry import build_members
     fc = cfg.fusion
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
@@ -51,8 +51,7 @@ def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[s
     member_cfg = cfg.copy()
     OmegaConf.update(member_cfg, "data.split", split)
     rankings: list[list[list[int]]] = [[] for _ in queries]
-    for name in fc.members:
-        member = build_retriever(name, corpus, member_cfg)
+    for name, member in zip(fc.members, build_members(fc.members, corpus, member_cfg)):
         bar = progress_bar(total=len(queries), desc=f"fusion training: {name} ranks {split}", unit="query")
         for lo in range(0, len(queries), 64):
             batch = queries[lo: lo + 64]

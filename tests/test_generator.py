@@ -128,6 +128,18 @@ def test_input_keeps_the_state_and_drops_the_lowest_ranked(mini):
     assert (text, kept) == (state, 0)
 
 
+def test_input_can_show_premises_by_name_alone(mini):
+    corpus, _ = mini
+    ps = corpus.premises[:5]
+    state = "x : Nat\n⊢ x + 0 = x"
+    text, kept = format_input(state, ps, 10_000, premise_text="name")
+    assert kept == 5 and text == "".join(p.full_name + "\n" for p in ps) + state
+    # Five names cost fewer bytes than the first premise in full.
+    assert n_bytes(text) - n_bytes(state) < 5 * n_bytes(premise_line(ps[0]))
+    with pytest.raises(ValueError, match="premise_text"):
+        format_input(state, ps, 10_000, premise_text="statement")
+
+
 @pytest.fixture(scope="module")
 def tiny_generator(tmp_path_factory, mini_root, one_thread):
     run_dir = tmp_path_factory.mktemp("gen-tiny")

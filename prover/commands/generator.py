@@ -59,7 +59,7 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         premises = [h.premise for h in r.retrieve([state], k, [None])[0]]
     gen = TacticGenerator.load(model)
     max_bytes = max_bytes or gen.input_cfg.max_bytes
-    text, kept = format_input(state, premises, max_bytes)
+    text, kept = format_input(state, premises, max_bytes, gen.input_cfg.premise_text)
     if retriever:
         print(f"premises ({retriever}, {kept} of {len(premises)} fit in {max_bytes} bytes):")
         for p in premises[:kept]:
