@@ -22,7 +22,7 @@ from transformers import get_linear_schedule_with_warmup
 from prover.data.jsonio import write_json
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
-from prover.utils.training import Budget, Progress, RunDir, epoch_order, pick_device, set_seed
+from prover.utils.training import Budget, Progress, RunDir, length_grouped_order, pick_device, set_seed
 from generator.data import build_split, load_pairs
 from generator.model import TacticGenerator
 
@@ -67,6 +67,7 @@ def train_generator(cfg: Any) -> dict:
     inputs, tactics = load_pairs(train_path)
     if not inputs:
         raise ValueError(f"{cfg.train_split} has no traced tactics to train on")
+    lengths = [len(s.encode("utf-8")) for s in inputs]
     v_in, v_tac = load_pairs(val_path)
     keep = _subset(len(v_in), tc.eval_examples, cfg.seed)
     v_in, v_tac = [v_in[i] for i in keep], [v_tac[i] for i in keep]
@@ -106,7 +107,8 @@ def train_generator(cfg: Any) -> dict:
     win_loss, win_n, win_t = 0.0, 0, time.perf_counter()
     stopped = progress.done
     while progress.step < total and not stopped:
-        order = epoch_order(len(inputs), cfg.seed, progress.epoch)
+        # Batches of similar input length: the encoder pads every input to its batch's longest.
+        order = length_grouped_order(lengths, tc.batch_size, cfg.seed, progress.epoch)
         while progress.batch_in_epoch < per_epoch and progress.step < total:
             if budget.exhausted():
                 log.info("budget of %s min spent at step %d", tc.max_minutes, progress.step)

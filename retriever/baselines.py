@@ -13,7 +13,7 @@ order over the whole corpus.
 from __future__ import annotations
 
 import zlib
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -56,11 +56,20 @@ class LocalityRetriever(ContextRetriever):
 
     name = "locality"
 
+    CACHED_FILES = 256  # a score vector per query file (8 bytes a premise): bounded, LRU
+
     def __init__(self, corpus: Corpus) -> None:
         super().__init__(corpus)
-        self._cache: dict[int, np.ndarray] = {}
-        # Declaration order within a file: by end position, as accessibility uses.
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        # Declaration order within a file: by end position, as accessibility uses; later first,
+        # then later index (two premises ending at one position: the later-listed one first).
+        # Sorted once here, so a new query file only orders its files, not every premise.
+        n = len(corpus)
         self._end_key = corpus._end_key
+        latest_first = np.lexsort((-np.arange(n), -self._end_key))
+        self._by_file = latest_first[np.argsort(corpus.premise_file[latest_first], kind="stable")]
+        self._file_start = np.searchsorted(corpus.premise_file[self._by_file], np.arange(len(corpus.files) + 1))
+        self._latest_first = latest_first
 
     def file_order(self, file_idx: int) -> np.ndarray:
         """Each file's BFS discovery rank from `file_idx` (itself 0), unreachable: len(files).
@@ -86,15 +95,24 @@ class LocalityRetriever(ContextRetriever):
         if not isinstance(ctx, TheoremContext):  # no file to be local to (none, or only imports)
             return -np.arange(n, dtype=np.float64)
         f = self.corpus.file_index[ctx.file_path]
-        if f not in self._cache:
-            file_rank = self.file_order(f)[self.corpus.premise_file]
-            # lexsort: last key is primary. Later declarations first, then later index
-            # (two premises ending at one position: the later-listed one first).
-            order = np.lexsort((-np.arange(n), -self._end_key, file_rank))
-            scores = np.empty(n, dtype=np.float64)
-            scores[order] = -np.arange(n, dtype=np.float64)
-            self._cache[f] = scores
-        return self._cache[f]
+        if f in self._cache:
+            self._cache.move_to_end(f)
+            return self._cache[f]
+        rank = self.file_order(f)
+        n_files = len(self.corpus.files)
+        reached = np.flatnonzero(rank < n_files)
+        start = self._file_start
+        # Reached files in BFS order, each file's premises latest first; then the premises of
+        # files never reached, all tied on file rank, so latest first across them.
+        blocks = [self._by_file[start[g]: start[g + 1]] for g in reached[np.argsort(rank[reached])]]
+        unreached = (rank == n_files)[self.corpus.premise_file[self._latest_first]]
+        order = np.concatenate(blocks + [self._latest_first[unreached]])
+        scores = np.empty(n, dtype=np.float64)
+        scores[order] = -np.arange(n, dtype=np.float64)
+        self._cache[f] = scores
+        if len(self._cache) > self.CACHED_FILES:
+            self._cache.popitem(last=False)
+        return scores
 
     def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         return self.locality_scores(ctx)

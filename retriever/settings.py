@@ -168,7 +168,7 @@ class FusionConfig:
 
     # Registered retrievers whose top `depth` are the candidates; trained ones come from this run.
     members: list[str] = field(default_factory=lambda: [
-        "bm25", "usage", "locality", "neighbors", "cfr-conventional"])
+        "bm25", "usage", "locality", "neighbors", "neighbors-tactic", "cfr-conventional"])
     depth: int = 100
     split: str | None = None  # queries it is fitted on (None: val_split); never a test split
     max_queries: int | None = None  # a seeded subset of them (None: all)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import time
 
-from prover.utils.training import Budget, Progress
+import numpy as np
+
+from prover.utils.training import Budget, Progress, length_grouped_order
 
 
 def _burn(seconds: float) -> None:
@@ -32,3 +34,14 @@ def test_budget_wall_clock_excludes_too():
         time.sleep(0.3)
     budget.tick()
     assert progress.seconds < 0.1 and not budget.exhausted()
+
+
+def test_length_grouped_order_is_a_seeded_permutation_of_similar_length_batches():
+    lengths = np.random.default_rng(0).integers(1, 1000, size=1000)
+    order = length_grouped_order(lengths, batch_size=10, seed=3, epoch=0, group_batches=20)
+    assert sorted(order.tolist()) == list(range(1000))
+    assert np.array_equal(order, length_grouped_order(lengths, 10, 3, 0, 20))  # resumable
+    assert not np.array_equal(order, length_grouped_order(lengths, 10, 3, 1, 20))
+    # Within a batch lengths are close: the mean spread is far below a random batch's.
+    spread = np.ptp(lengths[order].reshape(-1, 10), axis=1).mean()
+    assert spread < 0.2 * np.ptp(lengths[np.random.default_rng(1).permutation(1000)].reshape(-1, 10), axis=1).mean()

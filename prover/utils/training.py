@@ -16,7 +16,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,3 +172,21 @@ def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     """The example order of an epoch, a function of (seed, epoch) only, so a resumed run
     sees exactly the batches it would have seen."""
     return np.random.default_rng(seed + 1000 * epoch).permutation(n)
+
+
+def length_grouped_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int,
+                         group_batches: int = 64) -> np.ndarray:
+    """`epoch_order`, with each run of `group_batches` batches sorted by length so a batch pads
+    to similar lengths (the batches of a run are then shuffled): on a CPU padding is paid in
+    full. Still a function of (seed, epoch) only."""
+    lengths = np.asarray(lengths)
+    order = epoch_order(len(lengths), seed, epoch)
+    rng = np.random.default_rng([seed, epoch, 1])
+    span = batch_size * group_batches
+    out = []
+    for lo in range(0, len(order), span):
+        chunk = order[lo: lo + span]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches = [chunk[i: i + batch_size] for i in range(0, len(chunk), batch_size)]
+        out.extend(batches[i] for i in rng.permutation(len(batches)))
+    return np.concatenate(out) if out else order
