@@ -41,6 +41,7 @@ from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.jsonio import load_json, write_json  # noqa: E402
+from prover.data.tactic_steps import tactic_level  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
 from prover.utils.runinfo import (machine, peak_rss_gib, provenance_lines, require_clean_tree,  # noqa: E402
                                   row_provenance)
@@ -104,6 +105,14 @@ def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n
         ci = paired_intervals(va, vb).diff
         comparisons.append({"a": a, "b": b, "metric": f"exact_match@{n}",
                             "diff": round(float(va.mean() - vb.mean()), 6), "diff_ci": _rounded(ci)})
+    # What premises add to the gold tactic's likelihood: finer than exact match, which a small
+    # model rarely reaches on tactics that cite a premise.
+    for a, b in pairs:
+        if b == "none" and "loglik" in per_example[a] and "loglik" in per_example[b]:
+            va, vb = per_example[a]["loglik"], per_example[b]["loglik"]
+            comparisons.append({"a": a, "b": b, "metric": "gold_loglik",
+                                "diff": round(float(va.mean() - vb.mean()), 6),
+                                "diff_ci": _rounded(paired_intervals(va, vb).diff)})
     result["comparisons"] = comparisons
 
 
@@ -151,8 +160,17 @@ def markdown(result: dict) -> str:
                   f"{b.get('resamples')} resamples of the tactics, seed {b.get('seed')}):", "",
                   "| comparison | difference | 95% interval |", "|---|---|---|"]
         for c in result["comparisons"]:
+            if c["metric"] != f"exact_match@{n}":
+                continue
             lo, hi = c["diff_ci"]
             lines.append(f"| {c['a']} − {c['b']} | {100 * c['diff']:+.1f} | [{100 * lo:+.1f}, {100 * hi:+.1f}] |")
+        ll = [c for c in result["comparisons"] if c["metric"] == "gold_loglik"]
+        if ll:
+            lines += ["", "Paired differences of the gold tactic's log-likelihood (nats per tactic, 95% "
+                      "bootstrap intervals, same resamples):", "",
+                      "| comparison | difference | 95% interval |", "|---|---|---|"]
+            lines += [f"| {c['a']} − {c['b']} | {c['diff']:+.2f} | [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}] |"
+                      for c in ll]
     freq = result.get("frequency")
     lines += ["", f"EM@k: the recorded tactic (whitespace-normalized) is among the top k of beam search. "
               "Gold log-lik: log-probability of the recorded tactic, summed over its bytes; per byte: "
@@ -163,7 +181,10 @@ def markdown(result: dict) -> str:
         lines += ["", f"frequency: no model; the {n} most frequent tactics of the {freq['train_split']} "
                   f"training examples ({freq['n_examples']} tactics), proposed in that order for every state: "
                   f"{shown}."]
-        if freq.get("statement_level"):
+        if freq.get("granularity") == "tactic":
+            lines.append("Those are the model's own training examples: the split's proofs split into "
+                         "tactic-level steps (prover/data/tactic_steps.py).")
+        elif freq.get("statement_level"):
             lines.append("Those training examples are statement-level (one pseudo-step per theorem: the "
                          "whole proof), so this baseline proposes whole-proof texts, not single tactics.")
     if result.get("throughput"):
@@ -220,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
               "frequency": previous.get("frequency"),
               "throughput": previous.get("throughput"),
               "throughput_provenance": previous.get("throughput_provenance")}
-    if result["model_training"]:
-        result["model_training"].pop("config", None)
+    trained_cfg = (result["model_training"] or {}).pop("config", None) or {}
     per_example: dict[str, dict[str, np.ndarray]] = {}
 
     def save() -> None:
@@ -248,11 +268,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         if cond == FREQUENCY:
             train = ds.theorems(cfg.train_split)
+            if trained_cfg.get("data", {}).get("granularity") == "tactic":
+                # The tactics the model was trained on: the split's proofs split into steps.
+                train, _ = tactic_level(train, trained_cfg["input"]["max_target_bytes"])
             top = frequent_tactics(train, corpus, n)
             result["frequency"] = {"train_split": cfg.train_split, "tactics": [[t, c] for t, c in top],
                                    "n_examples": sum(len(t.traced_tactics) for t in train
                                                      if t.file_path in corpus.file_index),
-                                   "statement_level": statement_level(train)}
+                                   "statement_level": statement_level(train),
+                                   "granularity": trained_cfg.get("data", {}).get("granularity", "statement")}
             row = {"condition": cond, **evaluate_frequency(examples, [t for t, _ in top], n)}
         else:
             retriever = None

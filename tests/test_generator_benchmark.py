@@ -65,7 +65,8 @@ def test_intervals_and_the_required_comparisons(bench):
     assert gold["exact_match@8_ci"] == [1.0, 1.0] and none["exact_match@1_ci"] == [0.0, 0.0]
     assert 0.0 < none["exact_match@8_ci"][0] < 0.5 < none["exact_match@8_ci"][1] < 1.0
     assert "gold_loglik_ci" in none and "gold_loglik_ci" not in freq
-    got = {(c["a"], c["b"]): c for c in result["comparisons"]}
+    got = {(c["a"], c["b"]): c for c in result["comparisons"] if c["metric"] == "exact_match@8"}
+    ll = {(c["a"], c["b"]): c for c in result["comparisons"] if c["metric"] == "gold_loglik"}
     # Premises vs none (gold − none among them) and every model row vs the frequency baseline.
     assert set(got) == {("gold", "none"), ("bm25", "none"), ("none", "frequency"), ("gold", "frequency"),
                         ("bm25", "frequency")}
@@ -74,6 +75,10 @@ def test_intervals_and_the_required_comparisons(bench):
     assert got[("gold", "frequency")]["diff_ci"] == [1.0, 1.0]  # 1 - 0 on every resample
     assert got[("bm25", "none")]["diff_ci"] == [0.0, 0.0]
     assert got[("gold", "frequency")]["metric"] == "exact_match@8"
+    # The gold tactic's log-likelihood against none, for premise rows only (frequency has none):
+    # gold is -1 everywhere, none -0..-9, so gold − none is +3.5 with an interval above zero.
+    assert set(ll) == {("gold", "none"), ("bm25", "none")}
+    assert ll[("gold", "none")]["diff"] == 3.5 and 0.0 < ll[("gold", "none")]["diff_ci"][0] < 3.5
     assert result["bootstrap"]["resamples"] == 2000
 
 
@@ -114,7 +119,7 @@ def test_the_real_config_names_every_condition():
     from omegaconf import OmegaConf
     cfg = OmegaConf.load(REPO / "configs" / "generator" / "benchmark_real.yaml")
     assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 0 and cfg.num_samples == 8
-    assert list(cfg.conditions) == ["none", "gold", "bm25", "cfr-conventional+car", "frequency"]
+    assert list(cfg.conditions) == ["none", "gold", "bm25", "fusion", "frequency"]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "benchmarks" / "results").glob("generator-*-leandojo-real-*.json")),
