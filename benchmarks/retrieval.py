@@ -23,7 +23,7 @@ from retriever.evaluate import markdown_table
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
-    p.add_argument("--force", action="store_true", help="recompute rows already in the results file")
+    p.add_argument("--force", action="store_true", help="recompute the named rows already in the results file (the others stay)")
     p.add_argument("--allow-dirty", action="store_true",
                    help="run on uncommitted code or configs; the rows written are marked dirty")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")

@@ -54,7 +54,9 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     out_dir = Path(cfg.results_dir)
     stem = results_stem(ds, cfg.data.split, cfg.results_tag)
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
-    previous = json.loads(json_path.read_text()) if json_path.exists() and not force else {}
+    previous = json.loads(json_path.read_text()) if json_path.exists() else {}
+    # force redoes the rows this run names, in their places; the file's other rows stay.
+    redo = set(cfg.retrievers) if force else set()
     done = {r["retriever"]: r for r in previous.get("rows", [])}
 
     t0 = time.perf_counter()
@@ -81,8 +83,8 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
     # only the new rows adds them to the file instead of dropping what was computed before.
     names = list(done) + [n for n in cfg.retrievers if n not in done]
     for name in names:
-        if name in done:
-            log.info("%s: already in %s, skipped (force=True to redo)", name, json_path)
+        if name in done and name not in redo:
+            log.info("%s: already in %s, skipped (--force to redo)", name, json_path)
             result["rows"].append(done[name])
             rankings = out_dir / "rankings" / f"{stem}-{name}.jsonl.gz"
             if rankings.exists():

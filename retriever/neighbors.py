@@ -25,6 +25,7 @@ from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
 from retriever.base import Context, RankedPremise, Retriever
 from retriever.baselines import LocalityRetriever
+from retriever.bm25 import bm25_scores
 from retriever.lean_tokens import lean_tokens
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class NeighborUsageRetriever(Retriever):
         toks = [t for t in lean_tokens(state[: self.max_query_chars]) if t in vocab]
         if not toks:
             return out
-        sim = self.bm25.get_scores(toks)
+        sim = bm25_scores(self.bm25, toks)
         k = min(self.k, len(sim))
         near = np.argpartition(-sim, k - 1)[:k]
         for d in near:

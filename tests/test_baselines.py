@@ -223,3 +223,13 @@ def test_training_gold_indices_match_counted_uses(mini):
     thm = next(t for t in ds.theorems("random/train") if t.traced_tactics)
     counts = usage_counts([thm], corpus)[thm.file_path]
     assert sum(counts.values()) == sum(len(gold_indices(t, corpus)) for t in thm.traced_tactics)
+
+
+def test_bm25_scores_count_repeated_tokens_once_each_and_match_bm25s():
+    import bm25s
+    from retriever.bm25 import bm25_scores
+    docs = [["a", "b"], ["b", "c", "c"], ["d"], ["a", "a", "c"]]
+    model = bm25s.BM25()
+    model.index(docs, show_progress=False)
+    for query in (["a"], ["a", "a", "c"], ["c", "b", "c", "c", "a"]):
+        assert np.allclose(bm25_scores(model, query), model.get_scores(query), rtol=1e-5)

@@ -53,6 +53,15 @@ def test_a_run_naming_only_new_rows_keeps_the_earlier_ones(tmp_path, monkeypatch
     assert [r["provenance"]["git_commit"] for r in on_disk["rows"]] == ["aaaa", "bbbb"]
 
 
+def test_force_redoes_the_named_rows_in_place_and_keeps_the_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
+    benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain,bm25"), command="first")
+    monkeypatch.setenv("PROVER_GIT_COMMIT", "bbbb")
+    again = benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), force=True, command="again")
+    assert [r["retriever"] for r in again["rows"]] == ["bm25-plain", "bm25"]
+    assert [r["provenance"]["git_commit"] for r in again["rows"]] == ["bbbb", "aaaa"]
+
+
 def test_rows_from_one_run_need_no_per_row_lines(tmp_path, monkeypatch):
     monkeypatch.setenv("PROVER_GIT_COMMIT", "aaaa")
     benchmark.run_retrieval_benchmark(demo_cfg(tmp_path, "bm25-plain"), command="cmd")
