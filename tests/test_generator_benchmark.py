@@ -118,7 +118,7 @@ def test_outcome_files_round_trip(bench, tmp_path):
 def test_the_real_config_names_every_condition():
     from omegaconf import OmegaConf
     cfg = OmegaConf.load(REPO / "configs" / "generator" / "benchmark_real.yaml")
-    assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 0 and cfg.num_samples == 8
+    assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 400 and cfg.num_samples == 8
     assert list(cfg.conditions) == ["none", "gold", "bm25", "fusion", "frequency"]
 
 
