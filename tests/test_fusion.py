@@ -124,13 +124,13 @@ def test_learned_fusion_retriever_orders_by_the_model(tiny_corpus_path, tmp_path
         LearnedFusionRetriever([loc], model)
 
 
-def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_path):
+def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_path, monkeypatch):
     """The CLI stage end to end: fitted on random/val only, 5-fold R@10 above every member's,
     and the registered `fusion` row then loads it and ranks random/test."""
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "prover.cli", "retriever", "train-fusion", "--config",
            str(REPO / "configs/retriever/tiny.yaml"), f"data.root={mini_root}", f"run_dir={run}",
-           "fusion.members=[bm25,usage,locality,neighbors]"]
+           "fusion.members=[bm25,usage,locality,neighbors,neighbors-tactic]"]  # the shipped set less CFR
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     s = json.loads((run / "fusion" / "summary.json").read_text())
@@ -143,8 +143,13 @@ def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_p
     assert missing_training("fusion", cfg) is None
     ds = Dataset(mini_root)
     corpus = ds.corpus()
+    import retriever.registry as registry
+    loads = []
+    real_load = registry.training_theorems
+    monkeypatch.setattr(registry, "training_theorems", lambda *a: loads.append(a[1]) or real_load(*a))
     fused = build_retriever("fusion", corpus, cfg)
-    assert [m.name for m in fused.members] == ["bm25", "usage", "locality", "neighbors"]
+    assert [m.name for m in fused.members] == ["bm25", "usage", "locality", "neighbors", "neighbors-tactic"]
+    assert len(loads) == 1  # usage and both neighbours share one loaded training split
     queries, _ = premise_queries(ds.theorems("random/test"), corpus)
     hits = fused.retrieve([q.state for q in queries[:5]], 10,
                           [TheoremContext(q.file_path, q.position) for q in queries[:5]])
