@@ -16,7 +16,6 @@ only fits. Writes benchmarks/results/fusion-ablation-<dataset>-<split>.{json,md}
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from retriever.bootstrap import mean_interval, paired_intervals
 from retriever.settings import RetrieverTrainConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fusion_selection import recall10, rankings  # noqa: E402  (the same cache and metric)
+from fusion_selection import examples, recall10, rankings  # noqa: E402  (the same cache and metric)
 
 PRIORS = ["bm25", "usage", "locality"]
 
@@ -60,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     require_clean_tree(args.allow_dirty)
     overrides = [f"run_dir={args.run_dir}"] if args.run_dir else []
     cfg = load_config(RetrieverTrainConfig, args.config, overrides)
-    from retriever.learned_fusion import fit_fusion, order, rank_features
+    from retriever.learned_fusion import fit_fusion, order
     fit_on = fit_split(args.split)
     chosen = list(cfg.fusion.members)
     sets = member_sets(chosen)
@@ -69,18 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     data = {s: rankings(cfg, s, chosen, cache) for s in (fit_on, args.split)}
     depth = cfg.fusion.depth
 
-    def examples(d: dict, members: list[str]) -> list[tuple]:
-        out = []
-        for q, gold in enumerate(d["gold"]):
-            cand, feats = rank_features([d["members"][m][q] for m in members], depth)
-            out.append((cand, feats, np.isin(cand, gold), gold))
-        return out
-
     per_query = {}
     for members in sets:
-        model = fit_fusion([e[1:3] for e in examples(data[fit_on], members)], members, depth, cfg.fusion.l2)
+        model = fit_fusion([e[1:3] for e in examples(data[fit_on], members, depth)], members, depth, cfg.fusion.l2)
         per_query["+".join(members)] = np.array([recall10(order(c, model.score(f)), g)
-                                                 for c, f, _, g in examples(data[args.split], members)])
+                                                 for c, f, _, g in examples(data[args.split], members, depth)])
     for m in chosen:  # each member alone, for scale
         per_query[m] = np.array([recall10(r, g) for r, g in zip(data[args.split]["members"][m],
                                                                 data[args.split]["gold"])])

@@ -71,6 +71,17 @@ def rankings(cfg, split: str, members: list[str], cache: Path):
     return have
 
 
+def examples(d: dict, members: list[str], depth: int) -> list[tuple]:
+    """Per query of cached rankings `d`: the members' candidates, their features, which are
+    gold, and the gold set."""
+    from retriever.learned_fusion import rank_features
+    out = []
+    for q, gold in enumerate(d["gold"]):
+        cand, feats = rank_features([d["members"][m][q] for m in members], depth)
+        out.append((cand, feats, np.isin(cand, gold), gold))
+    return out
+
+
 def recall10(ranked, gold) -> float:
     return len(set(gold) & set(list(ranked)[:10])) / len(gold)
 
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     require_clean_tree(args.allow_dirty)
     overrides = [f"run_dir={args.run_dir}"] if args.run_dir else []
     cfg = load_config(RetrieverTrainConfig, args.config, overrides)
-    from retriever.learned_fusion import fit_fusion, order, rank_features
+    from retriever.learned_fusion import fit_fusion, order
     cache = Path(cfg.run_dir) / "fusion-selection"
     all_members = sorted({m for s in MEMBER_SETS for m in s} | {f"neighbors-{k}" for k in NEIGHBOR_KS[1:]})
     t0 = time.perf_counter()
@@ -101,15 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         rows_k.append(row)
     rows_f, per_query = [], {}
     depth = cfg.fusion.depth
-    def examples(d: dict, members: list[str]) -> list[tuple]:
-        out = []
-        for q, gold in enumerate(d["gold"]):
-            cand, feats = rank_features([d["members"][m][q] for m in members], depth)
-            out.append((cand, feats, np.isin(cand, gold), gold))
-        return out
-
     for members in MEMBER_SETS:
-        train, real = examples(data["random/val"], members), examples(data["leandojo-real/val"], members)
+        train = examples(data["random/val"], members, depth)
+        real = examples(data["leandojo-real/val"], members, depth)
         model = fit_fusion([e[1:3] for e in train], members, depth, cfg.fusion.l2)
         r = np.array([recall10(order(c, model.score(f)), g) for c, f, _, g in real])
         name = "+".join(members)
