@@ -138,9 +138,10 @@ class UsageRetriever(ContextRetriever):
 
     name = "usage"
 
-    def __init__(self, corpus: Corpus, training_theorems: Iterable[Theorem]) -> None:
+    def __init__(self, corpus: Corpus, training_theorems: Iterable[Theorem],
+                 locality: LocalityRetriever | None = None) -> None:
         super().__init__(corpus)
-        self.locality = LocalityRetriever(corpus)
+        self.locality = locality or LocalityRetriever(corpus)  # shared within a fusion
         self.counts = {path: (np.fromiter(c.keys(), dtype=np.int64, count=len(c)),
                               np.fromiter(c.values(), dtype=np.float64, count=len(c)))
                        for path, c in usage_counts(training_theorems, corpus).items()}

@@ -35,14 +35,14 @@ class NeighborUsageRetriever(Retriever):
     """Premises voted for by the `k` training states nearest (BM25) to the query state."""
 
     def __init__(self, corpus: Corpus, training_theorems: Iterable[Theorem], k: int = 5,
-                 max_query_chars: int = 20_000) -> None:
+                 max_query_chars: int = 20_000, locality: LocalityRetriever | None = None) -> None:
         super().__init__(corpus)
         if k < 1:
             raise ValueError(f"neighbors needs k >= 1, not {k}")
         self.k = k
         self.name = "neighbors" if k == 5 else f"neighbors-{k}"
         self.max_query_chars = max_query_chars
-        self.locality = LocalityRetriever(corpus)
+        self.locality = locality or LocalityRetriever(corpus)  # shared within a fusion
         docs: list[list[str]] = []
         self.doc_premises: list[np.ndarray] = []
         for thm in training_theorems:

@@ -84,23 +84,23 @@ def training_theorems(cfg: Any, who: str) -> list:
     return theorems
 
 
-def _usage_from(corpus: Corpus, cfg: Any, theorems: list) -> Retriever:
+def _usage_from(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
     from retriever.baselines import UsageRetriever
-    return UsageRetriever(corpus, theorems)
+    return UsageRetriever(corpus, theorems, locality)
 
 
-def _neighbors_from(tactic_level: bool) -> Callable[[Corpus, Any, list], Retriever]:
+def _neighbors_from(tactic_level: bool) -> Callable[..., Retriever]:
     """`neighbors` over whole proofs, or (`neighbors-tactic`) over the tactic-level pseudo steps
     of prover/data/tactic_steps.py: one document per top-level tactic and per `have`/`show`/
     `suffices`/`calc` goal the source states, each with the premises of its own text."""
-    def build(corpus: Corpus, cfg: Any, theorems: list) -> Retriever:
+    def build(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
         from retriever.neighbors import NeighborUsageRetriever
         k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
         if tactic_level:
             from prover.data.tactic_steps import tactic_level as split_tactics
             theorems, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
         # A training config (train-fusion's members) has no `retriever` section: the default k.
-        r = NeighborUsageRetriever(corpus, theorems, int(k or 5))
+        r = NeighborUsageRetriever(corpus, theorems, int(k or 5), locality=locality)
         if tactic_level:
             r.name = r.name.replace("neighbors", "neighbors-tactic", 1)
         return r
@@ -108,7 +108,7 @@ def _neighbors_from(tactic_level: bool) -> Callable[[Corpus, Any, list], Retriev
 
 
 # The retrievers built from the training split's proofs, by what they make of them.
-_FROM_TRAINING: dict[str, Callable[[Corpus, Any, list], Retriever]] = {
+_FROM_TRAINING: dict[str, Callable[..., Retriever]] = {
     "usage": _usage_from,
     "neighbors": _neighbors_from(False),
     "neighbors-tactic": _neighbors_from(True),
@@ -123,14 +123,19 @@ def _from_training(name: str) -> Callable[[Corpus, Any], Retriever]:
 
 def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retriever]:
     """The registered retrievers `names`, for a fusion: the members that count training proofs
-    share one loaded split (parsing it takes seconds per member)."""
+    share one loaded split (parsing it takes seconds per member), and every member that orders
+    by locality shares one locality order (its per-file orders are computed once)."""
+    from retriever.baselines import LocalityRetriever
     theorems = None
+    locality = LocalityRetriever(corpus) if any(m in _FROM_TRAINING or m == "locality" for m in names) else None
     out = []
     for m in names:
         if m in _FROM_TRAINING:
             if theorems is None:
                 theorems = training_theorems(cfg, m)
-            out.append(_FROM_TRAINING[m](corpus, cfg, theorems))
+            out.append(_FROM_TRAINING[m](corpus, cfg, theorems, locality))
+        elif m == "locality":
+            out.append(locality)
         else:
             out.append(build_retriever(m, corpus, cfg))
     return out

@@ -150,6 +150,8 @@ def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_p
     fused = build_retriever("fusion", corpus, cfg)
     assert [m.name for m in fused.members] == ["bm25", "usage", "locality", "neighbors", "neighbors-tactic"]
     assert len(loads) == 1  # usage and both neighbours share one loaded training split
+    usage, locality, near, near_tactic = fused.members[1:]
+    assert usage.locality is locality is near.locality is near_tactic.locality  # and one locality order
     queries, _ = premise_queries(ds.theorems("random/test"), corpus)
     hits = fused.retrieve([q.state for q in queries[:5]], 10,
                           [TheoremContext(q.file_path, q.position) for q in queries[:5]])
