@@ -89,8 +89,8 @@ def other_choices() -> list[dict]:
                     "selected_on": "random/val (fit) and leandojo-real/val (score)", "metric": "R@10",
                     "source": "fusion-selection-mathlib-src.json", "commit": fsel["git_commit"],
                     "tried": [{k: v for k, v in r.items() if "CI" not in k} for r in fsel["member_sets"]],
-                    "chosen": f"{fsel['chosen_members']}: every member of the prototype; the sets within "
-                              "its noise (intervals in the source) were not preferred over it",
+                    "chosen": f"{fsel['chosen_members']}: the highest leandojo-real/val R@10; the sets "
+                              "within its noise (intervals in the source) are smaller but lower",
                     "test_file": "retrieval-mathlib-src-random-test-cpu.json"})
     trunc = _load("truncation-mathlib-src-random-val")
     if trunc:
