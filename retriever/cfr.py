@@ -238,7 +238,7 @@ class CFRRetriever(Retriever):
             return self.encoder.encode_states(states, self.cfg.encode_batch_size).numpy()
         # A few states through a small encoder gain little from intra-op threads, and their
         # idle OpenMP workers keep spinning on the core that the next step (the index scan,
-        # or the next member of a fusion) needs: one thread measured 5-6 ms faster per query.
+        # or the next member of a fusion) needs: one thread was faster per query in a local profile.
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

@@ -118,8 +118,8 @@ class LearnedFusionRetriever(Retriever):
         depth = max(self.model.depth, k)
         # One accessibility mask per query for all members (each would compute its own).
         # Members run one after another: they hold the GIL for much of their work (bm25s'
-        # Python loops, tokenizers), and threads measured slower at batch 1 (42 ms p50
-        # against 37 on leandojo-real/val, 2 cores).
+        # Python loops, tokenizers), and threads were slower at batch 1 in a local profile
+        # (leandojo-real/val, 2 cores).
         shared = [SharedMaskContext(c.file_path, c.position, c.accessible(self.corpus))
                   if isinstance(c, TheoremContext) else c for c in contexts]
         hits = [m.retrieve(states, depth, shared) for m in self.members]
