@@ -55,13 +55,19 @@ class RankedPremise:
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best finite scores, best first; ties go to the lower corpus index,
-    so a ranking never depends on how numpy's partition happened to order equal scores."""
-    finite = np.flatnonzero(np.isfinite(scores))
-    if finite.size <= k:
-        cand = finite
-    else:
-        kth = np.partition(scores[finite], finite.size - k)[finite.size - k]
-        cand = finite[scores[finite] >= kth]
+    so a ranking never depends on how a partition happened to order equal scores."""
+    n = scores.size
+    cand = np.arange(n)
+    if 0 < k < n:
+        # torch's top-k finds the k-th best score several times faster than np.partition
+        # over a corpus-sized row (a local profile),
+        # and every member of a fusion pays it once per query.
+        import torch  # here: the lexical baselines import this module without needing torch
+        row = scores if scores.flags.c_contiguous and scores.flags.writeable else scores.copy()
+        kth = torch.topk(torch.from_numpy(row), k, sorted=False).values.min().item()
+        if kth == kth:  # NaN never compares; keep every candidate then
+            cand = np.flatnonzero(scores >= kth)
+    cand = cand[np.isfinite(scores[cand])]
     order = np.lexsort((cand, -scores[cand]))
     return cand[order][:k]
 

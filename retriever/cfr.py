@@ -122,12 +122,15 @@ class CFREncoder(nn.Module):
         if not texts:
             return torch.empty(0, self.dim)
         unique = list(dict.fromkeys(texts))
+        # Switch modes only when training: eval() walks every submodule, a cost per query at batch 1.
         was_training = self.training
-        self.eval()
+        if was_training:
+            self.eval()
         try:
             out = self.embed_tokens(self.tokenize(unique, max_len, side), batch_size, progress).float().cpu()
         finally:
-            self.train(was_training)
+            if was_training:
+                self.train()
         row = {t: i for i, t in enumerate(unique)}
         return out[[row[t] for t in texts]]
 
@@ -215,7 +218,8 @@ class CFRRetriever(Retriever):
             self.encoder, meta = model, {"similarity": model.similarity}
         else:
             device = device if isinstance(device, torch.device) else pick_device(device)
-            self.encoder = CFREncoder.from_pretrained(model, self.cfg).to(device)
+            # Retrieval never trains: in eval mode from the start, encode() skips its mode switch.
+            self.encoder = CFREncoder.from_pretrained(model, self.cfg).to(device).eval()
             meta = {"similarity": self.encoder.similarity, "model_sha1": model_fingerprint(model)}
         self.name = "cfr" if self.encoder.similarity == "fine" else "cfr-conventional"
         fingerprint = corpus_fingerprint(corpus)

@@ -25,7 +25,7 @@ from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
 from retriever.base import Context, RankedPremise, Retriever
 from retriever.baselines import LocalityRetriever
-from retriever.bm25 import bm25_scores
+from retriever.bm25 import PostingScorer
 from retriever.lean_tokens import lean_tokens
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class NeighborUsageRetriever(Retriever):
             logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.bm25 = bm25s.BM25()
         self.bm25.index(docs, show_progress=False)
+        self.scorer = PostingScorer(self.bm25)
         log.info("neighbors (k=%d) indexed %d training states", k, len(docs))
 
     def votes(self, state: str) -> np.ndarray:
@@ -67,7 +68,7 @@ class NeighborUsageRetriever(Retriever):
         toks = [t for t in lean_tokens(state[: self.max_query_chars]) if t in vocab]
         if not toks:
             return out
-        sim = bm25_scores(self.bm25, toks)
+        sim = self.scorer(toks)
         k = min(self.k, len(sim))
         near = np.argpartition(-sim, k - 1)[:k]
         for d in near:

@@ -225,11 +225,15 @@ def test_training_gold_indices_match_counted_uses(mini):
     assert sum(counts.values()) == sum(len(gold_indices(t, corpus)) for t in thm.traced_tactics)
 
 
-def test_bm25_scores_count_repeated_tokens_once_each_and_match_bm25s():
+@pytest.mark.parametrize("method", ["lucene", "bm25+"])
+def test_posting_scorer_counts_repeated_tokens_once_each_and_matches_bm25s(method):
     import bm25s
-    from retriever.bm25 import bm25_scores
+    from retriever.bm25 import PostingScorer
     docs = [["a", "b"], ["b", "c", "c"], ["d"], ["a", "a", "c"]]
-    model = bm25s.BM25()
+    model = bm25s.BM25(method=method)
     model.index(docs, show_progress=False)
+    scorer = PostingScorer(model)
     for query in (["a"], ["a", "a", "c"], ["c", "b", "c", "c", "a"]):
-        assert np.allclose(bm25_scores(model, query), model.get_scores(query), rtol=1e-5)
+        got = scorer(query)
+        assert got.dtype == np.float32 and got.shape == (4,)
+        assert np.allclose(got, model.get_scores(query), rtol=1e-5)
