@@ -56,11 +56,11 @@ class LocalityRetriever(ContextRetriever):
 
     name = "locality"
 
-    CACHED_FILES = 256  # a score vector per query file (8 bytes a premise): bounded, LRU
+    CACHED_FILES = 256  # an order and its ranks per query file (8 bytes a premise): bounded, LRU
 
     def __init__(self, corpus: Corpus) -> None:
         super().__init__(corpus)
-        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         # Declaration order within a file: by end position, as accessibility uses; later first,
         # then later index (two premises ending at one position: the later-listed one first).
         # Sorted once here, so a new query file only orders its files, not every premise.
@@ -89,11 +89,13 @@ class LocalityRetriever(ContextRetriever):
                     queue.append(g)
         return rank
 
-    def locality_scores(self, ctx: Context | None) -> np.ndarray:
-        """-rank of every premise in locality order (0 is best); corpus order without context."""
+    def order(self, ctx: Context | None) -> tuple[np.ndarray, np.ndarray]:
+        """(premise indices in locality order, each premise's rank in it); corpus order
+        without a file to be local to (no context, or only imports)."""
         n = len(self.corpus)
-        if not isinstance(ctx, TheoremContext):  # no file to be local to (none, or only imports)
-            return -np.arange(n, dtype=np.float64)
+        if not isinstance(ctx, TheoremContext):
+            ident = np.arange(n, dtype=np.int32)
+            return ident, ident
         f = self.corpus.file_index[ctx.file_path]
         if f in self._cache:
             self._cache.move_to_end(f)
@@ -106,16 +108,71 @@ class LocalityRetriever(ContextRetriever):
         # files never reached, all tied on file rank, so latest first across them.
         blocks = [self._by_file[start[g]: start[g + 1]] for g in reached[np.argsort(rank[reached])]]
         unreached = (rank == n_files)[self.corpus.premise_file[self._latest_first]]
-        order = np.concatenate(blocks + [self._latest_first[unreached]])
-        scores = np.empty(n, dtype=np.float64)
-        scores[order] = -np.arange(n, dtype=np.float64)
-        self._cache[f] = scores
+        order = np.concatenate(blocks + [self._latest_first[unreached]]).astype(np.int32)
+        ranks = np.empty(n, dtype=np.int32)
+        ranks[order] = np.arange(n, dtype=np.int32)
+        self._cache[f] = order, ranks
         if len(self._cache) > self.CACHED_FILES:
             self._cache.popitem(last=False)
-        return scores
+        return order, ranks
+
+    def locality_scores(self, ctx: Context | None) -> np.ndarray:
+        """-rank of every premise in locality order (0 is best)."""
+        return -self.order(ctx)[1].astype(np.float64)
+
+    def tie_breaker(self, ranks: np.ndarray) -> np.ndarray:
+        """Locality's -rank mapped into (0, 1]: below any count or vote of 1 or more, so it
+        only orders premises that nothing else tells apart."""
+        n = len(self.corpus)
+        return (n - ranks.astype(np.float64)) / (n + 1)
+
+    def first(self, ctx: Context | None, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
+        """The first k premises in locality order that `ctx` can access and `exclude` does
+        not hold. Read in growing chunks from the front of the order: the k wanted almost
+        always lie there, so a query does not pass over the whole corpus."""
+        order, _ = self.order(ctx)
+        mask = None if ctx is None else ctx.accessible(self.corpus)
+        found: list[np.ndarray] = []
+        need, lo, chunk = k, 0, max(4 * k, 1024)
+        while need > 0 and lo < len(order):
+            part = order[lo: lo + chunk]
+            if mask is not None:
+                part = part[mask[part]]
+            if exclude is not None and exclude.size:
+                part = part[~np.isin(part, exclude)]
+            found.append(part[:need])
+            need -= len(found[-1])
+            lo, chunk = lo + chunk, 2 * chunk
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
+
+    def ranked_after(self, ctx: Context | None, k: int, boosted: np.ndarray,
+                     boosted_scores: np.ndarray) -> list[RankedPremise]:
+        """`boosted` premises (scores above 1, already best first) that `ctx` can access, then
+        the rest in locality order scored by `tie_breaker`: the same list as `top_k` over the
+        whole corpus scored so, without scoring the whole corpus."""
+        if ctx is not None and boosted.size:
+            keep = ctx.accessible(self.corpus)[boosted]
+            boosted, boosted_scores = boosted[keep], boosted_scores[keep]
+        boosted, boosted_scores = boosted[:k], boosted_scores[:k]
+        rest = self.first(ctx, k - len(boosted), exclude=boosted)
+        rest_scores = self.tie_breaker(self.order(ctx)[1][rest])
+        premises = self.corpus.premises
+        return ([RankedPremise(int(i), premises[i], float(s)) for i, s in zip(boosted, boosted_scores)]
+                + [RankedPremise(int(i), premises[i], float(s)) for i, s in zip(rest, rest_scores)])
 
     def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         return self.locality_scores(ctx)
+
+    def retrieve(self, states: Sequence[str], k: int,
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
+        if len(states) != len(contexts):
+            raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
+        out = []
+        for ctx in contexts:
+            ids = self.first(ctx, k)
+            ranks = self.order(ctx)[1][ids]
+            out.append([RankedPremise(int(i), self.corpus.premises[i], -float(r)) for i, r in zip(ids, ranks)])
+        return out
 
 
 def usage_counts(theorems: Iterable[Theorem], corpus: Corpus) -> dict[str, dict[int, int]]:
@@ -146,14 +203,32 @@ class UsageRetriever(ContextRetriever):
                               np.fromiter(c.values(), dtype=np.float64, count=len(c)))
                        for path, c in usage_counts(training_theorems, corpus).items()}
 
-    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
-        loc = self.locality.locality_scores(ctx)
-        # Locality's -rank mapped into (0, 1]: it only breaks ties between equal counts.
-        scores = (loc + len(self.corpus)) / (len(self.corpus) + 1)
+    def used(self, ctx: Context | None) -> tuple[np.ndarray, np.ndarray]:
+        """(premises the file's training proofs used, their counts), unordered."""
         if isinstance(ctx, TheoremContext) and ctx.file_path in self.counts:
-            idx, n = self.counts[ctx.file_path]
-            scores[idx] += n
+            return self.counts[ctx.file_path]
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+
+    def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
+        # Locality only breaks ties between equal counts.
+        scores = self.locality.tie_breaker(self.locality.order(ctx)[1])
+        idx, n = self.used(ctx)
+        scores[idx] += n
         return scores
+
+    def retrieve(self, states: Sequence[str], k: int,
+                 contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
+        """As `context_scores` would rank them, touching only the used premises and the
+        front of the locality order."""
+        if len(states) != len(contexts):
+            raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
+        out = []
+        for ctx in contexts:
+            idx, n = self.used(ctx)
+            scores = n + self.locality.tie_breaker(self.locality.order(ctx)[1][idx])
+            best = np.lexsort((idx, -scores))
+            out.append(self.locality.ranked_after(ctx, k, idx[best], scores[best]))
+        return out
 
 
 def query_seed(seed: int, state: str, ctx: Context | None) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 from prover.data.corpus import Corpus
 from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
-from retriever.base import Context, RankedPremise, Retriever
+from retriever.base import Context, RankedPremise, Retriever, top_k
 from retriever.baselines import LocalityRetriever
 from retriever.bm25 import PostingScorer
 from retriever.lean_tokens import lean_tokens
@@ -61,33 +61,38 @@ class NeighborUsageRetriever(Retriever):
         self.scorer = PostingScorer(self.bm25)
         log.info("neighbors (k=%d) indexed %d training states", k, len(docs))
 
-    def votes(self, state: str) -> np.ndarray:
-        """Each premise's summed BM25 score over the k nearest training states that used it."""
-        out = np.zeros(len(self.corpus), dtype=np.float64)
+    def sparse_votes(self, state: str) -> tuple[np.ndarray, np.ndarray]:
+        """(premises, their summed BM25 score over the k nearest training states that used
+        them): the voted premises only. Nearest: the k best scores, ties to the earlier state."""
         vocab = self.bm25.vocab_dict
         toks = [t for t in lean_tokens(state[: self.max_query_chars]) if t in vocab]
         if not toks:
-            return out
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         sim = self.scorer(toks)
-        k = min(self.k, len(sim))
-        near = np.argpartition(-sim, k - 1)[:k]
-        for d in near:
-            if sim[d] > 0:
-                np.add.at(out, self.doc_premises[d], float(sim[d]))
+        near = [d for d in top_k(sim, self.k) if sim[d] > 0]
+        if not near:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        used = np.concatenate([self.doc_premises[d] for d in near])
+        weight = np.concatenate([np.full(len(self.doc_premises[d]), float(sim[d])) for d in near])
+        premises, slot = np.unique(used, return_inverse=True)
+        return premises, np.bincount(slot, weights=weight, minlength=len(premises))
+
+    def votes(self, state: str) -> np.ndarray:
+        """Each premise's summed BM25 score over the k nearest training states that used it."""
+        out = np.zeros(len(self.corpus), dtype=np.float64)
+        premises, v = self.sparse_votes(state)
+        out[premises] = v
         return out
 
     def retrieve(self, states: Sequence[str], k: int,
                  contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
+        """Voted premises by 1 + vote (ties to the lower index), then the rest in locality
+        order: only the votes and the front of the locality order are touched."""
         if len(states) != len(contexts):
             raise ValueError(f"{len(states)} states but {len(contexts)} contexts")
-        n = len(self.corpus)
         out = []
         for state, ctx in zip(states, contexts):
-            # Locality's -rank mapped into (0, 1) below every vote: it only orders the rest.
-            loc = (self.locality.locality_scores(ctx) + n) / (n + 1)
-            v = self.votes(state)
-            scores = np.where(v > 0, 1.0 + v, loc)
-            if ctx is not None:
-                scores = np.where(ctx.accessible(self.corpus), scores, -np.inf)
-            out.append(self._ranked(scores, k))
+            premises, v = self.sparse_votes(state)
+            best = np.lexsort((premises, -v))
+            out.append(self.locality.ranked_after(ctx, k, premises[best], 1.0 + v[best]))
         return out

@@ -189,3 +189,36 @@ def test_neighbors_tactic_votes_per_tactic(states_dataset):
     query = "⊢ a ≤ c"
     assert set(_ranked(steps, query)[:2]) == {B1, A2}
     assert set(_ranked(whole, query)[:3]) == {A1, B1, A2}
+
+
+def _whole_corpus_ranking(retriever, scores: np.ndarray, ctx, k: int) -> list[int]:
+    from retriever.base import top_k
+    if ctx is not None:
+        scores = np.where(ctx.accessible(retriever.corpus), scores, -np.inf)
+    return top_k(scores, k).tolist()
+
+
+def test_locality_usage_and_neighbors_rank_as_scoring_the_whole_corpus_would(mini_root):
+    # Their retrieve() touches only the voted or used premises and the front of the locality
+    # order; it must return exactly what top_k over every premise's score returns.
+    from retriever.base import ImportsContext
+    cfg = _cfg(mini_root)
+    ds = Dataset(mini_root)
+    corpus = ds.corpus()
+    queries, _ = premise_queries(ds.theorems("random/test"), corpus, ds.skips)
+    loc, usage, nb = (build_retriever(n, corpus, cfg) for n in ("locality", "usage", "neighbors"))
+    n = len(corpus)
+    contexts = [TheoremContext(q.file_path, q.position) for q in queries[:40]]
+    contexts += [None, ImportsContext(tuple(corpus.files[:3]))]
+    states = [q.state for q in queries[:40]] + [queries[0].state, queries[1].state]
+    checked_votes = 0
+    for state, ctx in zip(states, contexts):
+        for k in (1, 10, 100, n + 5):
+            assert _ranked(loc, state, ctx, k) == _whole_corpus_ranking(loc, loc.context_scores(state, ctx), ctx, k)
+            assert _ranked(usage, state, ctx, k) == _whole_corpus_ranking(usage, usage.context_scores(state, ctx), ctx, k)
+            v = nb.votes(state)
+            tie = (nb.locality.locality_scores(ctx) + n) / (n + 1)
+            whole = _whole_corpus_ranking(nb, np.where(v > 0, 1.0 + v, tie), ctx, k)
+            assert _ranked(nb, state, ctx, k) == whole
+            checked_votes += int((v > 0).sum() > 0)
+    assert checked_votes > 40  # most queries had votes to rank ahead of locality
