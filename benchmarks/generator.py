@@ -130,6 +130,15 @@ def row_label(row: dict) -> str:
     return row["condition"] + (" (dirty tree)" if dirty else "")
 
 
+def _pool_text(size: int | None) -> str:
+    if size is None:  # written before generators had pools: beam search alone, said as it was then
+        return ""
+    if not size:
+        return " (beam search alone)"
+    return (f" plus the model's pool of its {size} most frequent training tactics, the best of both "
+            "by the model's own score kept")
+
+
 def markdown(result: dict) -> str:
     n = result["config"]["num_samples"]
     train = result.get("model_training") or {}
@@ -139,8 +148,8 @@ def markdown(result: dict) -> str:
     lines = [f"# Tactic generator: {result['dataset']} {result['split']}", "",
              f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters{trained}), "
              f"{result['n_examples']} tactics ({result['n_with_gold']} with gold premises), "
-             f"beam {n}, input budget {result['max_bytes']} bytes, retrieved premises: top "
-             f"{result['config']['k']}.", "",
+             f"beam {n}{_pool_text(result.get('pool_size'))}, input budget {result['max_bytes']} bytes, "
+             f"retrieved premises: top {result['config']['k']}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
              "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
@@ -172,7 +181,8 @@ def markdown(result: dict) -> str:
             lines += [f"| {c['a']} − {c['b']} | {c['diff']:+.2f} | [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}] |"
                       for c in ll]
     freq = result.get("frequency")
-    lines += ["", f"EM@k: the recorded tactic (whitespace-normalized) is among the top k of beam search. "
+    among = "the top k of beam and pool together" if result.get("pool_size") else "the top k of beam search"
+    lines += ["", f"EM@k: the recorded tactic (whitespace-normalized) is among {among}. "
               "Gold log-lik: log-probability of the recorded tactic, summed over its bytes; per byte: "
               "summed over all tactics, divided by their bytes. Brackets: 95% paired bootstrap intervals "
               f"({b.get('resamples')} resamples of the tactics, seed {b.get('seed')})."]
@@ -220,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                         *args.overrides])
     plain_cfg = to_plain(cfg)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
-    stem = f"generator-{ds.name}-{cfg.data.split.replace('/', '-')}"
+    stem = f"generator-{ds.name}-{cfg.data.split.replace('/', '-')}" + (f"-{cfg.results_tag}" if cfg.results_tag else "")
     out = Path(cfg.results_dir)
     json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
     previous = load_json(json_path) if json_path.exists() and not args.force else {}
@@ -230,11 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     examples = eval_examples(ds.theorems(cfg.data.split), corpus, cfg.max_examples, cfg.seed)
     keys = [e.key for e in examples]
     gen = TacticGenerator.load(cfg.model)
+    if not cfg.pool:
+        gen.pool = []
     summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
               "config": plain_cfg, "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
+              "pool_size": len(gen.pool),
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
               "n_with_gold": sum(bool(e.gold) for e in examples), "rows": [], "absent": {},
@@ -293,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
     if not result["throughput"] or args.force:
         states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes,
-                               gen.input_cfg.premise_text)[0]
+                               gen.input_cfg.premise_text, gen.input_cfg.max_state_bytes)[0]
                   for e in examples[: cfg.throughput_states]]
         result["throughput"] = {str(b): round(throughput(gen, states, n, b), 3) for b in (1, 16)}
         result["throughput_provenance"] = row_provenance(commit, command, plain_cfg)

@@ -136,7 +136,8 @@ def augment_tactic(rng: np.random.Generator, gold: Sequence[int], accessible: np
 
 def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentConfig, seed: int,
                      max_bytes: int, skips: SkipLog | None = None, progress: bool = True,
-                     premise_text: str = "full") -> tuple[list[GeneratorExample], AugmentStats]:
+                     premise_text: str = "full",
+                     max_state_bytes: int | None = None) -> tuple[list[GeneratorExample], AugmentStats]:
     """One example per traced tactic of `theorems` (see the module doc)."""
     stats = AugmentStats()
     examples: list[GeneratorExample] = []
@@ -155,7 +156,7 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             stats.with_positives += bool(gold)
             stats.without_premises += not premises
             text, kept = format_input(tac.state_before, [corpus.premises[i] for i in premises], max_bytes,
-                                      premise_text)
+                                      premise_text, max_state_bytes)
             stats.input_bytes.append(n_bytes(text))
             if kept < len(premises):
                 stats.truncated += 1

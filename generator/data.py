@@ -34,6 +34,8 @@ def _fingerprint(cfg: Any, split: str) -> str:
            "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
     if cfg.input.premise_text != "full":  # the key of data built before the option stays as it was
         key["premise_text"] = cfg.input.premise_text
+    if cfg.input.get("max_state_bytes") is not None:
+        key["max_state_bytes"] = cfg.input.max_state_bytes
     if data.get("granularity", "statement") == "statement":
         # The key as it was before granularity existed: statement-level data built then stays valid.
         data.pop("granularity", None)
@@ -74,12 +76,13 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
     if granularity == "tactic":
         theorems, step_stats = tactic_level(theorems, cfg.input.max_target_bytes)
     examples, st = augment_examples(theorems, corpus, cfg.augment, cfg.seed,
-                                    cfg.input.max_bytes, ds.skips, premise_text=cfg.input.premise_text)
+                                    cfg.input.max_bytes, ds.skips, premise_text=cfg.input.premise_text,
+                                    max_state_bytes=cfg.input.max_state_bytes)
     rows = []
     for ex in examples:
         row = ex.to_json(corpus)
         row["input"] = format_input(ex.state, [corpus.premises[i] for i in ex.premises], cfg.input.max_bytes,
-                                    cfg.input.premise_text)[0]
+                                    cfg.input.premise_text, cfg.input.max_state_bytes)[0]
         rows.append(row)
     write_jsonl(path, rows)
     stats = {"split": split, "fingerprint": fp, **st.as_dict(), "skips": ds.skips.as_dict()}

@@ -85,7 +85,8 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     budget = gen.input_cfg.max_bytes
     inputs, shown = [], []
     for ex, ps in zip(examples, premises):
-        text, kept = format_input(ex.state, ps, budget, gen.input_cfg.premise_text)
+        text, kept = format_input(ex.state, ps, budget, gen.input_cfg.premise_text,
+                                  gen.input_cfg.max_state_bytes)
         inputs.append(text)
         shown.append(kept)
     golds = [ex.tactic for ex in examples]

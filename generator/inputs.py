@@ -4,7 +4,9 @@ Premises use the retriever's `<VAR> args <GOAL> goal` form, prefixed by the prem
 so a tactic can cite it (`premise_text="full"`, the paper's), or the name alone ("name"): a
 small model on a CPU budget then sees five premises in the bytes of one, and a tactic cites
 premises by name. The byte budget keeps the state whole and drops premises from the
-end of the list (the lowest-ranked) until the rest fit.
+end of the list (the lowest-ranked) until the rest fit. With `max_state_bytes` the state
+first keeps only its last that many bytes (the goal is at the end): a long real state then
+leaves room for premises, which a whole state past the budget would push out.
 """
 from __future__ import annotations
 
@@ -29,9 +31,17 @@ def n_bytes(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def keep_end(text: str, max_bytes: int) -> str:
+    """The last `max_bytes` UTF-8 bytes of `text`, never splitting a character."""
+    raw = text.encode("utf-8")
+    return text if len(raw) <= max_bytes else raw[-max_bytes:].decode("utf-8", errors="ignore")
+
+
 def format_input(state: str, premises: Sequence[Premise], max_bytes: int,
-                 premise_text: str = "full") -> tuple[str, int]:
+                 premise_text: str = "full", max_state_bytes: int | None = None) -> tuple[str, int]:
     """The model input and how many of `premises` (a prefix of them) it holds."""
+    if max_state_bytes is not None:
+        state = keep_end(state, max_state_bytes)
     budget = max_bytes - n_bytes(state)
     lines: list[str] = []
     for p in premises:

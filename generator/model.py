@@ -2,6 +2,13 @@
 
 `generate` takes many states at once and returns, per state, distinct tactics with their
 log-probabilities (sum over the tactic's bytes), best first.
+
+A model folder may hold a tactic pool (`tactic_pool.json`, written by training: the most
+frequent tactics of its training targets). Its tactics are scored by the model for every state
+beside beam search's own candidates, and the best `num_samples` of both are returned. Beam
+search alone spends its beams on near-copies of one long sequence; the pool puts the common
+short tactics (`simp`, `ring`, `linarith`, ...) in front of the model for every state, and the
+model's own conditional likelihood decides which fit this one.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from prover.data.errors import UserInputError
 log = logging.getLogger(__name__)
 
 INPUT_CONFIG = "input_config.json"  # beside config.json: the byte budgets the model expects
+TACTIC_POOL = "tactic_pool.json"  # beside config.json: tactics scored for every state (optional)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +84,9 @@ def check_model_source(path: str | Path) -> bool:
 
 class TacticGenerator:
     def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
-                 device: str | torch.device = "cpu") -> None:
+                 device: str | torch.device = "cpu", pool: Sequence[str] = ()) -> None:
         self.model = model.to(device)
+        self.pool = list(pool)
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -110,12 +119,16 @@ class TacticGenerator:
         saved = Path(path) / INPUT_CONFIG
         if input_cfg is None and saved.exists():
             input_cfg = InputConfig(**json.loads(saved.read_text()))
-        return cls(model, input_cfg or InputConfig(), device)
+        pool_file = Path(path) / TACTIC_POOL
+        pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
+        return cls(model, input_cfg or InputConfig(), device, pool)
 
     def save_pretrained(self, path: str | Path) -> None:
         self.model.save_pretrained(str(path))
         self.tokenizer.save_pretrained(str(path))
         (Path(path) / INPUT_CONFIG).write_text(json.dumps(asdict(self.input_cfg)))
+        if self.pool:
+            save_pool(path, self.pool)
 
     @property
     def max_input_tokens(self) -> int:
@@ -150,6 +163,29 @@ class TacticGenerator:
         picked = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         return (picked * mask).sum(-1).tolist()
 
+    @torch.no_grad()
+    def score_candidates(self, inputs: Sequence[str], candidates: Sequence[Sequence[str]],
+                         chunk: int = 64) -> list[list[float]]:
+        """log P(tactic | input) of each input's candidate tactics, as `tactic_logprobs` would
+        give them, with each input encoded once however many candidates it has."""
+        out: list[list[float]] = []
+        for text, cands in zip(inputs, candidates):
+            enc = self.encode([text], self.max_input_tokens)
+            hidden = self.model.get_encoder()(**enc).last_hidden_state
+            scores: list[float] = []
+            for lo in range(0, len(cands), chunk):
+                part = list(cands[lo: lo + chunk])
+                labels = self._labels(part)
+                logits = self.model(encoder_outputs=(hidden.expand(len(part), -1, -1),),
+                                    attention_mask=enc["attention_mask"].expand(len(part), -1),
+                                    labels=labels).logits
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                mask = labels != -100
+                picked = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+                scores.extend((picked * mask).sum(-1).tolist())
+            out.append(scores)
+        return out
+
     def prefix_ids(self, prefix: str) -> list[int]:
         """The decoder tokens of `prefix` (one per UTF-8 byte)."""
         return self.tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
@@ -159,10 +195,11 @@ class TacticGenerator:
                  temperature: float = 1.0, batch_size: int = 16, prefix: str = "") -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
-        Candidates come from beam search or sampling; each distinct decoded tactic is then
-        scored by `tactic_logprobs`, so the score is the model's log P(tactic | input) whatever
-        the decoding (beam scores of byte sequences that decode to the same text, or sampling
-        temperature, would not be). Empty tactics are dropped.
+        Candidates come from beam search or sampling, plus the model's tactic pool (those that
+        start with `prefix`); each distinct tactic is then scored by `score_candidates`, so the
+        score is the model's log P(tactic | input) whatever the decoding (beam scores of byte
+        sequences that decode to the same text, or sampling temperature, would not be), and
+        the best `num_samples` are kept. Empty tactics are dropped.
 
         With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
         instead of from nothing, and the score is still that of the whole tactic, prefix
@@ -196,14 +233,26 @@ class TacticGenerator:
                 texts = [prefix + t.rstrip() for t in rest]
             else:
                 texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
-            cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] if t.strip()))
+            pool = [t for t in self.pool if t.startswith(prefix)]
+            cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
+                                        if t.strip()))
                      for i in range(len(chunk))]
-            flat_in = [chunk[i] for i, c in enumerate(cands) for _ in c]
-            flat_tac = [t for c in cands for t in c]
-            scores = iter(self.tactic_logprobs(flat_in, flat_tac) if flat_tac else [])
-            for c in cands:
-                scored = [Suggestion(t, next(scores)) for t in c]
-                out.append(sorted(scored, key=lambda s: -s.logprob))
+            for c, scores in zip(cands, self.score_candidates(chunk, cands)):
+                scored = sorted((Suggestion(t, s) for t, s in zip(c, scores)), key=lambda s: -s.logprob)
+                out.append(scored[:num_samples])
         if was_training:
             self.model.train()
         return out
+
+
+def save_pool(path: str | Path, tactics: Sequence[str]) -> None:
+    (Path(path) / TACTIC_POOL).write_text(json.dumps({"tactics": list(tactics)}, ensure_ascii=False))
+
+
+def frequent_targets(tactics: Sequence[str], n: int) -> list[str]:
+    """The `n` most frequent training targets (whitespace-normalized), most frequent first;
+    ties keep first-seen order."""
+    from collections import Counter
+    counts = Counter(" ".join(t.split()) for t in tactics)
+    counts.pop("", None)
+    return [t for t, _ in counts.most_common(n)]

@@ -34,6 +34,10 @@ class InputConfig:
     # How a premise is shown (generator/inputs.py): "full" (name and statement, the paper's)
     # or "name" (the name alone).
     premise_text: str = "full"
+    # None: the state is kept whole (the tokenizer cuts its start past max_bytes, and
+    # premises go first). A number: the state keeps its last max_state_bytes bytes, so
+    # max_bytes - max_state_bytes are left for premises whatever the state's length.
+    max_state_bytes: int | None = None
 
 
 @dataclass
@@ -65,6 +69,9 @@ class TrainConfig:
     eval_every: int = 0  # optimizer steps between validations (0: each epoch)
     eval_examples: int = 200  # validation examples for loss and exact match (fixed subset)
     eval_beams: int = 4
+    # The model's tactic pool: this many of the most frequent training targets, scored for
+    # every state beside beam search's candidates (generator/model.py). 0: beam search alone.
+    pool_size: int = 0
 
 
 @dataclass
@@ -110,3 +117,7 @@ class GeneratorBenchmarkConfig:
     throughput_states: int = 32
     seed: int = 0
     results_dir: str = "benchmarks/results"
+    # Score the model's tactic pool (if it has one) beside beam search; false: beam search
+    # alone. A tag names a second results file (generator-<data>-<split>-<tag>.*).
+    pool: bool = True
+    results_tag: str = ""

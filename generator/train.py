@@ -24,7 +24,7 @@ from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
 from prover.utils.training import Budget, Progress, RunDir, length_grouped_order, pick_device, set_seed
 from generator.data import build_split, load_pairs
-from generator.model import TacticGenerator
+from generator.model import TacticGenerator, frequent_targets, save_pool
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,7 @@ def train_generator(cfg: Any) -> dict:
     v_in, v_tac = [v_in[i] for i in keep], [v_tac[i] for i in keep]
 
     gen = TacticGenerator.create(cfg.model, OmegaConf.to_object(cfg.input), device)
+    gen.pool = frequent_targets(tactics, tc.pool_size) if tc.pool_size else []
     model = gen.model
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
@@ -150,6 +151,8 @@ def train_generator(cfg: Any) -> dict:
     if progress.extra.get("last_eval_step") != progress.step:
         check()  # a budget stop still picks the best model among all validated
     budget.tick()
+    if gen.pool and run.model_dir.exists():  # also for a model saved before the pool existed
+        save_pool(run.model_dir, gen.pool)
     progress.done = progress.step >= total
     run.save_checkpoint(model, optimizer, scheduler, progress)
     summary = {"git_commit": git_commit(), "model": str(run.model_dir), "params": n_params,

@@ -128,6 +128,22 @@ def test_input_keeps_the_state_and_drops_the_lowest_ranked(mini):
     assert (text, kept) == (state, 0)
 
 
+def test_input_cuts_a_long_state_to_its_end_so_premises_still_fit(mini):
+    corpus, _ = mini
+    ps = corpus.premises[:3]
+    names = "".join(p.full_name + "\n" for p in ps)
+    state = "h : " + "α" * 200 + "\n⊢ x + 0 = x"  # 2-byte characters: a cut must not split one
+    # Whole, the state alone overflows the budget and pushes every premise out.
+    assert format_input(state, ps, 100, premise_text="name")[1] == 0
+    text, kept = format_input(state, ps, n_bytes(names) + 41, premise_text="name", max_state_bytes=41)
+    assert kept == 3 and text.startswith(names)
+    rest = text[len(names):]
+    assert rest.endswith("\n⊢ x + 0 = x") and state.endswith(rest)
+    assert n_bytes(rest) in (40, 41) and rest.encode("utf-8").decode("utf-8") == rest
+    # A short state is untouched.
+    assert format_input("⊢ True", [], 100, max_state_bytes=41) == ("⊢ True", 0)
+
+
 def test_input_can_show_premises_by_name_alone(mini):
     corpus, _ = mini
     ps = corpus.premises[:5]
@@ -180,6 +196,33 @@ def test_generation_is_distinct_sorted_and_consistent(tiny_generator):
     assert np.allclose(again, [s.logprob for s in sugg], atol=1e-4)
     with pytest.raises(ValueError, match="beam or sampling"):
         gen.generate(states, method="greedy")
+
+
+def test_the_tactic_pool_is_scored_beside_the_beam_and_travels_with_the_model(tiny_generator, tmp_path):
+    from generator.model import TACTIC_POOL, frequent_targets
+    cfg, summary = tiny_generator
+    gen = TacticGenerator.load(summary["model"])
+    assert frequent_targets(["simp", "ring", " simp ", "rfl", "ring", "simp", ""], 2) == ["simp", "ring"]
+    states = ["x : Nat\n⊢ x + 0 = x", "a b : Nat\nh : a = b\n⊢ b = a"]
+    pool = ["simp", "rfl", "omega", "exact h.symm", "rw [Nat.add_zero]"]
+    # Scoring many candidates of one input (encoded once) gives tactic_logprobs' numbers.
+    got = gen.score_candidates(states, [pool, pool[:2]])
+    assert np.allclose(got[0], gen.tactic_logprobs([states[0]] * 5, pool), atol=1e-4)
+    assert np.allclose(got[1], gen.tactic_logprobs([states[1]] * 2, pool[:2]), atol=1e-4)
+    beam = gen.generate(states, num_samples=3)
+    gen.pool = pool
+    both = gen.generate(states, num_samples=3)
+    for b, w, scores in zip(beam, both, got[:1] + [gen.score_candidates(states[1:], [pool])[0]]):
+        # The best 3 of beam and pool together, by the model's own score.
+        every = {s.tactic: s.logprob for s in b} | dict(zip(pool, scores))
+        best = sorted(every.items(), key=lambda kv: -kv[1])[:3]
+        assert [s.tactic for s in w] == [t for t, _ in best]
+        assert np.allclose([s.logprob for s in w], [v for _, v in best], atol=1e-4)
+    # A prefix keeps only the pool's tactics that start with it.
+    assert all(s.tactic.startswith("rw") for s in gen.generate(states[:1], num_samples=5, prefix="rw")[0])
+    gen.save_pretrained(tmp_path / "m")
+    assert (tmp_path / "m" / TACTIC_POOL).exists() and TacticGenerator.load(tmp_path / "m").pool == pool
+    assert TacticGenerator.load(summary["model"]).pool == []  # tiny.yaml has no pool
 
 
 def test_cli_build_data_and_suggest(tiny_generator, tmp_path, mini_root):

@@ -134,7 +134,8 @@ def _suggest(theorems: list, model: str, n: int = 3) -> dict:
     thm = next(t for t in theorems if t.traced_tactics)
     step = thm.traced_tactics[0]
     gen = TacticGenerator.load(model)
-    text, _ = format_input(step.state_before, [], gen.input_cfg.max_bytes)
+    text, _ = format_input(step.state_before, [], gen.input_cfg.max_bytes,
+                           max_state_bytes=gen.input_cfg.max_state_bytes)
     return {"theorem": thm.full_name, "recorded": step.tactic,
             "suggested": [s.tactic for s in gen.generate([text], num_samples=n)[0]]}
 

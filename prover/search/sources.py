@@ -96,8 +96,9 @@ class GeneratorTactics:
         from generator.inputs import format_input
         if not requests:
             return []
-        text = self.generator.input_cfg.premise_text
-        inputs = [format_input(state, premises, self.max_bytes, text)[0] for state, premises in requests]
+        icfg = self.generator.input_cfg
+        inputs = [format_input(state, premises, self.max_bytes, icfg.premise_text, icfg.max_state_bytes)[0]
+                  for state, premises in requests]
         out = self.generator.generate(inputs, num_samples=self.num_samples, method=self.method,
                                       temperature=self.temperature, batch_size=self.batch_size)
         return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]

@@ -64,7 +64,8 @@ class ServedGenerator:
                  premises: Sequence[Sequence[Premise]]) -> list[list[Any]]:
         """Suggestions for each (state, prefix, premises), in order."""
         from generator.inputs import format_input
-        texts = [format_input(s, p, self.model.input_cfg.max_bytes, self.model.input_cfg.premise_text)[0]
+        icfg = self.model.input_cfg
+        texts = [format_input(s, p, icfg.max_bytes, icfg.premise_text, icfg.max_state_bytes)[0]
                  for s, p in zip(states, premises)]
         out: list[list[Any] | None] = [None] * len(texts)
         by_prefix: dict[str, list[int]] = {}
