@@ -46,7 +46,7 @@ class PostingScorer:
     """
 
     def __init__(self, bm25) -> None:
-        from scipy.sparse import csc_matrix  # bm25s imports scipy already
+        from scipy.sparse import csc_matrix  # here: scipy is slow to import and configs import this module
         s = bm25.scores
         self.bm25 = bm25
         self.matrix = csc_matrix((s["data"], s["indices"], s["indptr"]),
