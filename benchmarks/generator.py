@@ -24,6 +24,7 @@ import gzip
 import json
 import logging
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 
@@ -34,7 +35,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 from generator.evaluate import (condition_premises, eval_examples, evaluate_condition,  # noqa: E402
-                                evaluate_frequency, frequent_tactics, throughput)
+                                evaluate_frequency, evaluate_neighbors, frequent_tactics, throughput)
 from generator.inputs import format_input  # noqa: E402
 from generator.model import TacticGenerator  # noqa: E402
 from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
@@ -51,7 +52,9 @@ from retriever.registry import build_retriever, missing_training  # noqa: E402
 log = logging.getLogger("benchmark.generator")
 
 FREQUENCY = "frequency"
-NO_RETRIEVER = ("none", "gold", FREQUENCY)
+NEIGHBORS = "neighbors"  # no model: the tactics of the nearest training states, by their votes
+BASELINES = (FREQUENCY, NEIGHBORS)
+NO_RETRIEVER = ("none", "gold", *BASELINES)
 
 
 def outcomes_path(out_dir: Path, stem: str, condition: str) -> Path:
@@ -84,7 +87,8 @@ def _rounded(ci: tuple[float, float]) -> list[float]:
 def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n: int) -> None:
     """95% paired-bootstrap intervals: each row's EM@1, EM@n (and gold log-likelihood); and the
     EM@n differences of every other row to `none` (what premises add) and of every model row
-    to `frequency` (what the model adds over the most frequent training tactics). One seed and
+    to `frequency` and to `neighbors` (what the model adds over the most frequent training
+    tactics, and over the nearest training states' tactics alone). One seed and
     the same resampled examples throughout, as in the retrieval benchmark."""
     result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "tactics"}
     metrics = {"hit@1": "exact_match@1", f"hit@{n}": f"exact_match@{n}", "loglik": "gold_loglik"}
@@ -98,8 +102,9 @@ def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n
     comparisons = []
     at_n = f"hit@{n}"
     conds = [r["condition"] for r in result["rows"] if r["condition"] in per_example]
-    pairs = [(c, "none") for c in conds if c not in ("none", FREQUENCY) and "none" in conds]
-    pairs += [(c, FREQUENCY) for c in conds if c != FREQUENCY and FREQUENCY in conds]
+    pairs = [(c, "none") for c in conds if c not in ("none", *BASELINES) and "none" in conds]
+    for base in BASELINES:
+        pairs += [(c, base) for c in conds if c not in BASELINES and base in conds]
     for a, b in pairs:
         va, vb = per_example[a][at_n], per_example[b][at_n]
         ci = paired_intervals(va, vb).diff
@@ -139,6 +144,14 @@ def _pool_text(size: int | None) -> str:
             "by the model's own score kept")
 
 
+def _neighbors_text(nb: dict | None) -> str:
+    if not nb:
+        return ""
+    return (f"; and the tactics of the {nb['k']} nearest training states (BM25), their distribution "
+            f"(softmax of the scores at temperature {nb['temperature']:g}) mixed with the model's at "
+            f"weight {nb['weight']:g} (generator/neighbors.py)")
+
+
 def markdown(result: dict) -> str:
     n = result["config"]["num_samples"]
     train = result.get("model_training") or {}
@@ -148,12 +161,13 @@ def markdown(result: dict) -> str:
     lines = [f"# Tactic generator: {result['dataset']} {result['split']}", "",
              f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters{trained}), "
              f"{result['n_examples']} tactics ({result['n_with_gold']} with gold premises), "
-             f"beam {n}{_pool_text(result.get('pool_size'))}, input budget {result['max_bytes']} bytes, "
+             f"beam {n}{_pool_text(result.get('pool_size'))}{_neighbors_text(result.get('neighbors'))}, "
+             f"input budget {result['max_bytes']} bytes, "
              f"retrieved premises: top {result['config']['k']}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
              "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
-        if r["condition"] == FREQUENCY:
+        if r["condition"] in BASELINES:
             lines.append(f"| {row_label(r)} (no model) | {_with_ci(r, 'exact_match@1')} "
                          f"| {_with_ci(r, f'exact_match@{n}')} | – | – | – | – |")
             continue
@@ -182,8 +196,12 @@ def markdown(result: dict) -> str:
                       for c in ll]
     freq = result.get("frequency")
     among = "the top k of beam and pool together" if result.get("pool_size") else "the top k of beam search"
+    if result.get("neighbors"):
+        among = "the top k of beam, pool and neighbours together, by the mixed score"
     lines += ["", f"EM@k: the recorded tactic (whitespace-normalized) is among {among}. "
-              "Gold log-lik: log-probability of the recorded tactic, summed over its bytes; per byte: "
+              "Gold log-lik: " + ("the model's log-probability of the recorded tactic (neighbours not "
+                                  "mixed in)" if result.get("neighbors") else "log-probability of the recorded tactic")
+              + ", summed over its bytes; per byte: "
               "summed over all tactics, divided by their bytes. Brackets: 95% paired bootstrap intervals "
               f"({b.get('resamples')} resamples of the tactics, seed {b.get('seed')})."]
     if freq:
@@ -197,6 +215,12 @@ def markdown(result: dict) -> str:
         elif freq.get("statement_level"):
             lines.append("Those training examples are statement-level (one pseudo-step per theorem: the "
                          "whole proof), so this baseline proposes whole-proof texts, not single tactics.")
+    nb = result.get("neighbors_baseline")
+    if nb:
+        lines += ["", f"neighbors: no model; the {n} most probable tactics of the {nb['k']} training states "
+                  f"nearest to the state (BM25 over the {nb['n_states']} {nb['train_split']} training "
+                  "examples), each state's vote a softmax of its score at temperature "
+                  f"{nb['temperature']:g}: the neighbour half of the mixture alone."]
     if result.get("throughput"):
         lines += ["", "| batch | states/s (beam %d) |" % n, "|---|---|"]
         lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]
@@ -242,12 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     gen = TacticGenerator.load(cfg.model)
     if not cfg.pool:
         gen.pool = []
+    nearest = gen.neighbors  # the `neighbors` baseline uses them whether or not the model rows do
+    if not cfg.neighbors:
+        gen.neighbors = None
     summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
               "config": plain_cfg, "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
               "pool_size": len(gen.pool),
+              "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None else None,
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
               "n_with_gold": sum(bool(e.gold) for e in examples), "rows": [], "absent": {},
@@ -279,7 +307,15 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning("%s: left out: %s", cond, reason)
                 result["absent"][cond] = reason
                 continue
-        if cond == FREQUENCY:
+        if cond == NEIGHBORS:
+            if nearest is None:
+                result["absent"][cond] = f"the model in {cfg.model} has no tactic neighbours (prover generator neighbors)"
+                log.warning("%s: left out: %s", cond, result["absent"][cond])
+                continue
+            result["neighbors_baseline"] = {**asdict(nearest.cfg), "n_states": len(nearest.tactics),
+                                            "train_split": cfg.train_split}
+            row = {"condition": cond, **evaluate_neighbors(examples, nearest, n)}
+        elif cond == FREQUENCY:
             train = ds.theorems(cfg.train_split)
             if trained_cfg.get("data", {}).get("granularity") == "tactic":
                 # The tactics the model was trained on: the split's proofs split into steps.
@@ -308,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes,
                                gen.input_cfg.premise_text, gen.input_cfg.max_state_bytes)[0]
                   for e in examples[: cfg.throughput_states]]
-        result["throughput"] = {str(b): round(throughput(gen, states, n, b), 3) for b in (1, 16)}
+        raw = [e.state for e in examples[: cfg.throughput_states]]
+        result["throughput"] = {str(b): round(throughput(gen, states, n, b, raw), 3) for b in (1, 16)}
         result["throughput_provenance"] = row_provenance(commit, command, plain_cfg)
     save()
     print(markdown(result))

@@ -24,6 +24,7 @@ from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
 from generator.inputs import format_input
 from generator.model import TacticGenerator
+from generator.neighbors import TacticNeighbors
 from generator.train import normalize_tactic
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
         inputs.append(text)
         shown.append(kept)
     golds = [ex.tactic for ex in examples]
+    states = [ex.state for ex in examples]
     loglik: list[float] = []
     hit1: list[int] = []
     hitn: list[int] = []
@@ -97,7 +99,8 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     for lo in progress_bar(range(0, len(inputs), batch_size), desc="generate tactics", unit="batch"):
         ins, tacs = inputs[lo: lo + batch_size], golds[lo: lo + batch_size]
         loglik.extend(gen.tactic_logprobs(ins, tacs))
-        for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size), tacs):
+        for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size,
+                                           states=states[lo: lo + batch_size]), tacs):
             hits = [normalize_tactic(s.tactic) == normalize_tactic(gold) for s in sugg]
             hit1.append(int(bool(hits) and hits[0]))
             hitn.append(int(any(hits)))
@@ -139,9 +142,28 @@ def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], 
             "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
 
 
-def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int) -> float:
-    """States per second through `generate` at this batch size (beam search)."""
-    gen.generate(list(inputs[:batch_size]), num_samples=num_samples, batch_size=batch_size)  # warm-up
+def evaluate_neighbors(examples: Sequence[EvalExample], neighbors: TacticNeighbors, num_samples: int) -> dict:
+    """The neighbours baseline: for each state, the `num_samples` most probable tactics of its
+    nearest training states (generator/neighbors.py), no model. Exact match at 1 and at
+    `num_samples`, with per-example outcomes."""
+    hit1, hitn = [], []
+    for ex in progress_bar(examples, desc="tactic neighbours", unit="state"):
+        top = [normalize_tactic(t) for t in list(neighbors.distribution(ex.state))[:num_samples]]
+        gold = normalize_tactic(ex.tactic)
+        hit1.append(int(bool(top) and top[0] == gold))
+        hitn.append(int(gold in top))
+    n = max(len(examples), 1)
+    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
+            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
+
+
+def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int,
+               states: Sequence[str] | None = None) -> float:
+    """States per second through `generate` at this batch size (beam search, and the
+    neighbours when `states` are given and the model has them)."""
+    warm = None if states is None else list(states[:batch_size])
+    gen.generate(list(inputs[:batch_size]), num_samples=num_samples, batch_size=batch_size, states=warm)
     t0 = time.perf_counter()
-    gen.generate(list(inputs), num_samples=num_samples, batch_size=batch_size)
+    gen.generate(list(inputs), num_samples=num_samples, batch_size=batch_size,
+                 states=None if states is None else list(states))
     return len(inputs) / (time.perf_counter() - t0)

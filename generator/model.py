@@ -9,6 +9,11 @@ beside beam search's own candidates, and the best `num_samples` of both are retu
 search alone spends its beams on near-copies of one long sequence; the pool puts the common
 short tactics (`simp`, `ring`, `linarith`, ...) in front of the model for every state, and the
 model's own conditional likelihood decides which fit this one.
+
+A model folder may also hold tactic neighbours (`tactic_neighbors/`, generator/neighbors.py):
+given the raw proof states, the tactics of the nearest training states join the candidates and
+their distribution is mixed into the model's (kNN-LM); a suggestion's score is then the mixture's
+log-probability.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from pathlib import Path
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
+from generator.neighbors import TacticNeighbors
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 
@@ -84,9 +90,11 @@ def check_model_source(path: str | Path) -> bool:
 
 class TacticGenerator:
     def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
-                 device: str | torch.device = "cpu", pool: Sequence[str] = ()) -> None:
+                 device: str | torch.device = "cpu", pool: Sequence[str] = (),
+                 neighbors: TacticNeighbors | None = None) -> None:
         self.model = model.to(device)
         self.pool = list(pool)
+        self.neighbors = neighbors
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -121,7 +129,8 @@ class TacticGenerator:
             input_cfg = InputConfig(**json.loads(saved.read_text()))
         pool_file = Path(path) / TACTIC_POOL
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
-        return cls(model, input_cfg or InputConfig(), device, pool)
+        neighbors = TacticNeighbors.load(path) if local else None
+        return cls(model, input_cfg or InputConfig(), device, pool, neighbors)
 
     def save_pretrained(self, path: str | Path) -> None:
         self.model.save_pretrained(str(path))
@@ -129,6 +138,8 @@ class TacticGenerator:
         (Path(path) / INPUT_CONFIG).write_text(json.dumps(asdict(self.input_cfg)))
         if self.pool:
             save_pool(path, self.pool)
+        if self.neighbors is not None:
+            self.neighbors.save(path)
 
     @property
     def max_input_tokens(self) -> int:
@@ -192,7 +203,8 @@ class TacticGenerator:
 
     @torch.no_grad()
     def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
-                 temperature: float = 1.0, batch_size: int = 16, prefix: str = "") -> list[list[Suggestion]]:
+                 temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
+                 states: Sequence[str] | None = None) -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
         Candidates come from beam search or sampling, plus the model's tactic pool (those that
@@ -203,9 +215,15 @@ class TacticGenerator:
 
         With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
         instead of from nothing, and the score is still that of the whole tactic, prefix
-        included, so it compares with unconstrained suggestions."""
+        included, so it compares with unconstrained suggestions.
+
+        With `states` (the raw proof state of each input) and tactic neighbours loaded, the
+        neighbours' tactics join the candidates and each score is the mixture's
+        log((1 - w) P_model + w P_neighbours) (generator/neighbors.py)."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
+        if states is not None and len(states) != len(inputs):
+            raise ValueError(f"{len(inputs)} inputs but {len(states)} states")
         forced = self.prefix_ids(prefix)
         if len(forced) > self.input_cfg.max_target_bytes:
             raise ValueError(f"prefix of {len(forced)} bytes is longer than the tactics this model "
@@ -234,10 +252,14 @@ class TacticGenerator:
             else:
                 texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
             pool = [t for t in self.pool if t.startswith(prefix)]
+            near = ([self.neighbors.distribution(s) for s in states[lo: lo + batch_size]]
+                    if self.neighbors is not None and states is not None else [{} for _ in chunk])
             cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
-                                        if t.strip()))
+                                        + [t for t in near[i] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
-            for c, scores in zip(cands, self.score_candidates(chunk, cands)):
+            for c, scores, dist in zip(cands, self.score_candidates(chunk, cands), near):
+                if dist:
+                    scores = [self.neighbors.mix(s, dist.get(t, 0.0)) for t, s in zip(c, scores)]
                 scored = sorted((Suggestion(t, s) for t, s in zip(c, scores)), key=lambda s: -s.logprob)
                 out.append(scored[:num_samples])
         if was_training:

@@ -75,6 +75,21 @@ class TrainConfig:
 
 
 @dataclass
+class NeighborsConfig:
+    """Tactic neighbours (generator/neighbors.py): the tactics of the nearest training states,
+    mixed into the model's distribution."""
+
+    k: int = 0  # nearest training states per query; 0: no neighbours (the model alone)
+    temperature: float = 3.0  # of the softmax over the neighbours' BM25 scores
+    weight: float = 0.5  # of the neighbours' distribution in the mixture
+    max_query_chars: int = 20_000  # a 100 KB state would only add noise terms and time
+
+    def __post_init__(self) -> None:
+        if self.k < 0 or self.temperature <= 0 or not 0.0 <= self.weight <= 1.0:
+            raise ValueError(f"neighbors needs k >= 0, temperature > 0 and weight in [0, 1], not {self}")
+
+
+@dataclass
 class GenerateConfig:
     num_samples: int = 8
     method: str = "beam"  # beam | sampling
@@ -95,6 +110,7 @@ class GeneratorTrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
+    neighbors: NeighborsConfig = field(default_factory=NeighborsConfig)
 
 
 @dataclass
@@ -120,4 +136,7 @@ class GeneratorBenchmarkConfig:
     # Score the model's tactic pool (if it has one) beside beam search; false: beam search
     # alone. A tag names a second results file (generator-<data>-<split>-<tag>.*).
     pool: bool = True
+    # Mix the model's tactic neighbours (if it has them) into its suggestions; false: the
+    # model alone (the `neighbors` baseline row still uses them).
+    neighbors: bool = True
     results_tag: str = ""

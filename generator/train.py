@@ -25,6 +25,7 @@ from prover.utils.runinfo import git_commit
 from prover.utils.training import Budget, Progress, RunDir, length_grouped_order, pick_device, set_seed
 from generator.data import build_split, load_pairs
 from generator.model import TacticGenerator, frequent_targets, save_pool
+from generator.neighbors import build_for_training
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,8 @@ def train_generator(cfg: Any) -> dict:
     budget.tick()
     if gen.pool and run.model_dir.exists():  # also for a model saved before the pool existed
         save_pool(run.model_dir, gen.pool)
+    if cfg.neighbors.k and run.model_dir.exists():
+        build_for_training(cfg).save(run.model_dir)
     progress.done = progress.step >= total
     run.save_checkpoint(model, optimizer, scheduler, progress)
     summary = {"git_commit": git_commit(), "model": str(run.model_dir), "params": n_params,

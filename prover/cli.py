@@ -84,6 +84,11 @@ def _cmd_generator_train(args: argparse.Namespace) -> int:
     return run_train(args.config, args.overrides)
 
 
+def _cmd_generator_neighbors(args: argparse.Namespace) -> int:
+    from prover.commands.generator import run_neighbors
+    return run_neighbors(args.config, args.overrides)
+
+
 def _cmd_generator_suggest(args: argparse.Namespace) -> int:
     from prover.commands.generator import run_suggest
     return run_suggest(args.model, args.state, args.num, args.method, args.retriever, args.k,
@@ -217,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--split", action="append", help="split to build (repeatable; default: train and val)")
     bd.add_argument("--force", action="store_true", help="rebuild even if up to date")
     _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train)
+    _config_command(gen, "neighbors", "index the training states' tactics into the trained model "
+                    "(kNN candidates mixed into its suggestions)", _cmd_generator_neighbors)
     sg = gen.add_parser("suggest", help="print tactic suggestions for a proof state")
     sg.add_argument("--model", required=True, help="trained generator folder (…/generator/model)")
     sg.add_argument("--state", required=True, help="file holding the proof state")

@@ -287,3 +287,29 @@ def test_training_resumes_where_it_stopped(tmp_path, mini_root, monkeypatch, tin
     assert [s for s, _ in b] == [1, 2, 3, 4, 5, 5, 6]
     for step, loss in b:  # the same batches and dropout as the straight run
         assert loss == pytest.approx(a[step], abs=1e-4)
+
+
+def test_cli_indexes_tactic_neighbours_into_a_trained_model(tiny_generator, tmp_path, mini_root):
+    import shutil
+    from generator.neighbors import NEIGHBORS_DIR
+    cfg, summary = tiny_generator
+    run_dir = tmp_path / "run"
+    shutil.copytree(summary["model"], run_dir / "generator" / "model")  # the shared model stays as it is
+    base = [sys.executable, "-m", "prover.cli", "generator", "neighbors", "--config", "configs/generator/tiny.yaml",
+            f"run_dir={run_dir}", f"data.root={mini_root}"]
+    out = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "neighbors.k is 0" in out.stderr  # tiny.yaml indexes none
+    out = subprocess.run(base + ["neighbors.k=3"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "tactic neighbours: 2350 training states (k 3," in out.stdout
+    gen = TacticGenerator.load(run_dir / "generator" / "model")
+    assert (run_dir / "generator" / "model" / NEIGHBORS_DIR).is_dir() and gen.neighbors.cfg.k == 3
+    # The neighbours' tactics are the training split's.
+    corpus, theorems = Dataset(mini_root).corpus(), Dataset(mini_root).theorems("random/train")
+    steps = [t for thm in theorems if thm.file_path in corpus.file_index for t in thm.traced_tactics]
+    step = steps[0]
+    dist = gen.neighbors.distribution(step.state_before)
+    assert 1 <= len(dist) <= 3 and set(dist) <= {t.tactic.strip() for t in steps}
+    assert sum(dist.values()) == pytest.approx(1.0)
+    sugg = gen.generate([step.state_before], num_samples=3, states=[step.state_before])[0]
+    assert len(sugg) == 3 and [s.logprob for s in sugg] == sorted((s.logprob for s in sugg), reverse=True)

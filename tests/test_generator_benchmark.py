@@ -119,7 +119,7 @@ def test_the_real_config_names_every_condition():
     from omegaconf import OmegaConf
     cfg = OmegaConf.load(REPO / "configs" / "generator" / "benchmark_real.yaml")
     assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 400 and cfg.num_samples == 8
-    assert list(cfg.conditions) == ["none", "gold", "bm25", "fusion", "frequency"]
+    assert list(cfg.conditions) == ["none", "gold", "bm25", "fusion", "frequency", "neighbors"]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "benchmarks" / "results").glob("generator-*-leandojo-real-*.json")),

@@ -137,7 +137,7 @@ def _suggest(theorems: list, model: str, n: int = 3) -> dict:
     text, _ = format_input(step.state_before, [], gen.input_cfg.max_bytes,
                            max_state_bytes=gen.input_cfg.max_state_bytes)
     return {"theorem": thm.full_name, "recorded": step.tactic,
-            "suggested": [s.tactic for s in gen.generate([text], num_samples=n)[0]]}
+            "suggested": [s.tactic for s in gen.generate([text], num_samples=n, states=[step.state_before])[0]]}
 
 
 def _search(cfg: Any, out: Path, data_root: Path, retriever_yaml: Path, model: str, command: str) -> dict:

@@ -1,4 +1,4 @@
-"""`prover generator build-data | train | suggest`."""
+"""`prover generator build-data | train | neighbors | suggest`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,6 +35,24 @@ def run_train(config: str | None, overrides: list[str]) -> int:
     return 0
 
 
+def run_neighbors(config: str | None, overrides: list[str]) -> int:
+    """Index the training states' tactics into the trained model's folder (also done at the end
+    of `train` when neighbors.k > 0; this adds them to a model trained before)."""
+    from generator.settings import GeneratorTrainConfig
+    cfg = load_config(GeneratorTrainConfig, config, list(overrides))
+    if cfg.neighbors.k < 1:
+        raise ValueError("neighbors.k is 0 in this config: set it (e.g. neighbors.k=50) to index neighbours")
+    model_dir = Path(cfg.run_dir) / "generator" / "model"
+    if not (model_dir / "config.json").exists():
+        raise ValueError(f"no trained generator in {model_dir}: run `prover generator train` with this config first")
+    from generator.neighbors import build_for_training
+    nb = build_for_training(cfg)
+    path = nb.save(model_dir)
+    print(f"tactic neighbours: {len(nb.tactics)} training states (k {cfg.neighbors.k}, temperature "
+          f"{cfg.neighbors.temperature}, weight {cfg.neighbors.weight}) -> {path}")
+    return 0
+
+
 def run_suggest(model: str, state_file: str, num: int, method: str, retriever: str | None, k: int,
                 data: str | None, models: str | None, max_bytes: int | None) -> int:
     from prover.data.errors import UserInputError
@@ -64,6 +82,6 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         print(f"premises ({retriever}, {kept} of {len(premises)} fit in {max_bytes} bytes):")
         for p in premises[:kept]:
             print(f"  {p.full_name}")
-    for s in gen.generate([text], num_samples=num, method=method)[0]:
+    for s in gen.generate([text], num_samples=num, method=method, states=[state])[0]:
         print(f"{s.logprob:9.3f}  {s.tactic}")
     return 0

@@ -100,7 +100,8 @@ class GeneratorTactics:
         inputs = [format_input(state, premises, self.max_bytes, icfg.premise_text, icfg.max_state_bytes)[0]
                   for state, premises in requests]
         out = self.generator.generate(inputs, num_samples=self.num_samples, method=self.method,
-                                      temperature=self.temperature, batch_size=self.batch_size)
+                                      temperature=self.temperature, batch_size=self.batch_size,
+                                      states=[state for state, _ in requests])
         return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]
 
 

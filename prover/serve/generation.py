@@ -74,7 +74,8 @@ class ServedGenerator:
         for prefix, idx in by_prefix.items():
             rows = self.model.generate([texts[i] for i in idx], num_samples=self.cfg.num_samples,
                                        method=self.cfg.method, temperature=self.cfg.temperature,
-                                       batch_size=len(idx), prefix=prefix)
+                                       batch_size=len(idx), prefix=prefix,
+                                       states=[states[i] for i in idx])
             for i, row in zip(idx, rows):
                 out[i] = row
         return out  # type: ignore[return-value]

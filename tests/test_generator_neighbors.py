@@ -1,0 +1,112 @@
+"""Tactic neighbours: the tactics of the nearest training states, and their mixture with the
+model's distribution (generator/neighbors.py). Hand-made training states; one tiny model."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from generator.evaluate import EvalExample, evaluate_neighbors
+from generator.model import TacticGenerator
+from generator.neighbors import NEIGHBORS_DIR, TacticNeighbors
+from generator.settings import InputConfig, ModelConfig, NeighborsConfig
+from prover.data.theorem import parse_theorem
+from tests.conftest import tactic, theorem_record
+
+RING = "a b : ℕ\n⊢ (a + b) * (a + b) = a * a + 2 * a * b + b * b"
+SUBST = "x y : ℤ\nh : x = y\n⊢ f x = f y"
+LIST = "l : List α\n⊢ l.reverse.reverse = l"
+
+
+def _theorem(name, file_path, steps):
+    return parse_theorem(theorem_record(name, file_path, [tactic(t, before=s) for s, t in steps]), "mem", 0, None)
+
+
+@pytest.fixture(scope="module")
+def train():
+    return [_theorem("a", "A.lean", [(RING, "ring"), (SUBST, "rw [h]")]),
+            _theorem("b", "A.lean", [(RING.replace("a b", "c d").replace("a", "c").replace("b", "d"), "ring"),
+                                     (LIST, "simp")]),
+            _theorem("c", "B.lean", [(SUBST, "omega")])]  # its file is not in the corpus: not training
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return SimpleNamespace(file_index={"A.lean": 0})
+
+
+def test_the_nearest_states_vote_for_their_tactics(train, corpus):
+    nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2, temperature=1.0))
+    assert len(nb.tactics) == 4 and "omega" not in nb.tactics
+    dist = nb.distribution(RING)
+    assert math.isclose(sum(dist.values()), 1.0)
+    assert next(iter(dist)) == "ring" and set(dist) <= {"ring", "rw [h]", "simp"}
+    assert next(iter(nb.distribution(SUBST + "\n"))) == "rw [h]"
+    # A state that shares no token with any training state gets no neighbours.
+    assert nb.distribution("zzz") == {}
+    # k = 1: the single nearest state carries all the mass.
+    assert TacticNeighbors.build(train, corpus, NeighborsConfig(k=1)).distribution(LIST) == {"simp": 1.0}
+
+
+def test_the_softmax_temperature_sharpens_the_votes(train, corpus):
+    cold = TacticNeighbors.build(train, corpus, NeighborsConfig(k=4, temperature=0.01)).distribution(RING)
+    hot = TacticNeighbors.build(train, corpus, NeighborsConfig(k=4, temperature=1e6)).distribution(RING)
+    assert cold["ring"] == pytest.approx(1.0)
+    # Nearly uniform over the states that share a token: ring has two of them.
+    assert hot["ring"] == pytest.approx(2 * max(v for t, v in hot.items() if t != "ring"), rel=1e-3)
+
+
+def test_the_mixture_is_a_log_probability(train, corpus):
+    nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2, weight=0.25))
+    assert nb.mix(math.log(0.2), 0.6) == pytest.approx(math.log(0.75 * 0.2 + 0.25 * 0.6))
+    assert nb.mix(math.log(0.2), 0.0) == pytest.approx(math.log(0.75 * 0.2))
+    for w, expected in ((0.0, math.log(0.2)), (1.0, math.log(0.6))):
+        nb.cfg.weight = w
+        assert nb.mix(math.log(0.2), 0.6) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="weight in"):
+        NeighborsConfig(k=2, weight=1.5)
+
+
+def test_neighbours_travel_with_the_model_and_join_its_candidates(train, corpus, tmp_path):
+    torch.manual_seed(0)  # an untrained model: the mixing, not the model, is under test
+    gen = TacticGenerator.create(ModelConfig(d_model=32, d_ff=64, num_layers=1, num_decoder_layers=1,
+                                             num_heads=2, d_kv=16), InputConfig(max_bytes=128, max_target_bytes=16))
+    gen.save_pretrained(tmp_path / "bare")
+    assert TacticGenerator.load(tmp_path / "bare").neighbors is None
+    states = [RING, LIST]
+    inputs = [s for s in states]  # the bare state is the model's input without premises
+    alone = gen.generate(inputs, num_samples=4)
+    nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2, weight=0.5))
+    gen.neighbors = nb
+    assert [[s.tactic for s in r] for r in gen.generate(inputs, num_samples=4)] == \
+        [[s.tactic for s in r] for r in alone]  # without the raw states nothing changes
+    mixed = gen.generate(inputs, num_samples=4, states=states)
+    for state, inp, row in zip(states, inputs, mixed):
+        dist = nb.distribution(state)
+        # The neighbours' most probable tactic is suggested, scored by the mixture.
+        top = next(iter(dist))
+        got = {s.tactic: s.logprob for s in row}
+        assert top in got
+        model = gen.score_candidates([inp], [[top]])[0][0]
+        assert got[top] == pytest.approx(nb.mix(model, dist[top]), abs=1e-4)
+        assert [s.logprob for s in row] == sorted((s.logprob for s in row), reverse=True)
+    gen.save_pretrained(tmp_path / "m")
+    assert (tmp_path / "m" / NEIGHBORS_DIR).is_dir()
+    again = TacticGenerator.load(tmp_path / "m")
+    assert again.neighbors.cfg == nb.cfg and again.neighbors.tactics == nb.tactics
+    assert again.neighbors.distribution(RING) == pytest.approx(nb.distribution(RING))
+    with pytest.raises(ValueError, match="2 inputs but 1 states"):
+        gen.generate(inputs, states=states[:1])
+
+
+def test_the_neighbours_baseline_counts_hits(train, corpus):
+    nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2))
+    examples = [EvalExample("T", "X.lean", None, s, t, (), i)
+                for i, (s, t) in enumerate([(RING, "ring"), (SUBST, "rw  [h]"), (LIST, "rfl")])]
+    row = evaluate_neighbors(examples, nb, num_samples=1)
+    assert row["per_example"] == {"hit@1": [1, 1, 0]}  # whitespace-normalized match
+    assert row["exact_match@1"] == pytest.approx(2 / 3)
+    assert np.isclose(evaluate_neighbors(examples, nb, num_samples=8)["exact_match@8"], 2 / 3)
