@@ -128,33 +128,30 @@ def frequent_tactics(theorems: Iterable[Theorem], corpus: Corpus, n: int) -> lis
     return counts.most_common(n)
 
 
-def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], num_samples: int) -> dict:
-    """The frequency baseline: the same `tactics` proposed, in order, for every example. Exact
-    match at 1 and at `num_samples` only (it has no likelihood), with per-example outcomes."""
-    top = [normalize_tactic(t) for t in tactics[:num_samples]]
+def exact_match_row(examples: Sequence[EvalExample], proposals: Iterable[Sequence[str]], num_samples: int) -> dict:
+    """Exact match at 1 and at `num_samples` of each example's proposed tactics (best first),
+    with per-example outcomes: the row of a baseline that has no likelihood."""
     hit1, hitn = [], []
-    for ex in examples:
+    for ex, proposed in zip(examples, proposals):
+        top = [normalize_tactic(t) for t in list(proposed)[:num_samples]]
         gold = normalize_tactic(ex.tactic)
         hit1.append(int(bool(top) and top[0] == gold))
         hitn.append(int(gold in top))
     n = max(len(examples), 1)
     return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
             "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
+
+
+def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], num_samples: int) -> dict:
+    """The frequency baseline: the same `tactics` proposed, in order, for every example."""
+    return exact_match_row(examples, (tactics for _ in examples), num_samples)
 
 
 def evaluate_neighbors(examples: Sequence[EvalExample], neighbors: TacticNeighbors, num_samples: int) -> dict:
-    """The neighbours baseline: for each state, the `num_samples` most probable tactics of its
-    nearest training states (generator/neighbors.py), no model. Exact match at 1 and at
-    `num_samples`, with per-example outcomes."""
-    hit1, hitn = [], []
-    for ex in progress_bar(examples, desc="tactic neighbours", unit="state"):
-        top = [normalize_tactic(t) for t in list(neighbors.distribution(ex.state))[:num_samples]]
-        gold = normalize_tactic(ex.tactic)
-        hit1.append(int(bool(top) and top[0] == gold))
-        hitn.append(int(gold in top))
-    n = max(len(examples), 1)
-    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
-            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
+    """The neighbours baseline: for each state, the most probable tactics of its nearest
+    training states (generator/neighbors.py), no model."""
+    bar = progress_bar(examples, desc="tactic neighbours", unit="state")
+    return exact_match_row(examples, (neighbors.distribution(ex.state) for ex in bar), num_samples)
 
 
 def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int,
