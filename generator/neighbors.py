@@ -103,35 +103,49 @@ class TacticNeighbors:
         tactics = json.loads((path / _TACTICS).read_text())
         return cls(bm25, tactics, NeighborsConfig(**json.loads((path / _SETTINGS).read_text())))
 
-    def distribution(self, state: str) -> dict[str, float]:
-        """P_neighbours(t | state) over the tactics of the k nearest training states (summing
-        to 1), most probable first; empty when no training state shares a token with it.
-        Nearest: the k best BM25 scores, ties to the earlier example."""
+    def nearest(self, state: str, k: int | None = None) -> list[tuple[str, float]]:
+        """(tactic, BM25 score) of the k (default: the configured k) training states nearest
+        to `state`, nearest first, ties to the earlier example; only states sharing a token."""
         vocab = self.bm25.vocab_dict
         toks = [t for t in lean_tokens(state[: self.cfg.max_query_chars]) if t in vocab]
         if not toks:
-            return {}
+            return []
         sim = self.scorer(toks)
-        near = [int(d) for d in top_k(sim, self.cfg.k) if sim[d] > 0]
-        if not near:
-            return {}
-        s = sim[near].astype(np.float64)
-        w = np.exp((s - s.max()) / self.cfg.temperature)
-        # Tactics that differ only in whitespace are one tactic, shown as first written.
-        shown: dict[str, str] = {}
-        out: dict[str, float] = {}
-        for d, x in zip(near, w / w.sum()):
-            text = shown.setdefault(_normalize(self.tactics[d]), self.tactics[d])
-            out[text] = out.get(text, 0.0) + float(x)
-        return dict(sorted(out.items(), key=lambda kv: -kv[1]))  # stable: ties keep nearest first
+        return [(self.tactics[d], float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
+
+    def distribution(self, state: str) -> dict[str, float]:
+        """P_neighbours(t | state) over the tactics of the k nearest training states (summing
+        to 1), most probable first; empty when no training state shares a token with it."""
+        return vote(self.nearest(state), self.cfg.temperature)
 
     def mix(self, model_logprob: float, p_neighbours: float) -> float:
-        """log((1 - weight) P_model + weight P_neighbours), from the model's log-probability."""
-        w = self.cfg.weight
-        model_part = np.log1p(-w) + model_logprob if w < 1.0 else -np.inf
-        if p_neighbours <= 0.0 or w == 0.0:
-            return float(model_part)
-        return float(np.logaddexp(model_part, np.log(w) + np.log(p_neighbours)))
+        """The mixture's log-probability at the configured weight (`mix`)."""
+        return mix(model_logprob, p_neighbours, self.cfg.weight)
+
+
+def mix(model_logprob: float, p_neighbours: float, weight: float) -> float:
+    """log((1 - weight) P_model + weight P_neighbours), from the model's log-probability."""
+    model_part = np.log1p(-weight) + model_logprob if weight < 1.0 else -np.inf
+    if p_neighbours <= 0.0 or weight == 0.0:
+        return float(model_part)
+    return float(np.logaddexp(model_part, np.log(weight) + np.log(p_neighbours)))
+
+
+def vote(near: list[tuple[str, float]], temperature: float | None) -> dict[str, float]:
+    """Each tactic's share of the neighbours' weight, most probable first (ties keep the nearer
+    first): a softmax of the BM25 scores at `temperature`, or the raw scores when it is None
+    (an option the selection tried). Tactics that differ only in whitespace are one tactic,
+    shown as first written."""
+    if not near:
+        return {}
+    s = np.asarray([score for _, score in near], dtype=np.float64)
+    w = np.exp((s - s.max()) / temperature) if temperature else s
+    shown: dict[str, str] = {}
+    out: dict[str, float] = {}
+    for (tactic, _), x in zip(near, w / w.sum()):
+        text = shown.setdefault(_normalize(tactic), tactic)
+        out[text] = out.get(text, 0.0) + float(x)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def _quiet_bm25s() -> None:

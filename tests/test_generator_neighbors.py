@@ -110,3 +110,16 @@ def test_the_neighbours_baseline_counts_hits(train, corpus):
     assert row["per_example"] == {"hit@1": [1, 1, 0]}  # whitespace-normalized match
     assert row["exact_match@1"] == pytest.approx(2 / 3)
     assert np.isclose(evaluate_neighbors(examples, nb, num_samples=8)["exact_match@8"], 2 / 3)
+
+
+def test_the_selection_ranks_the_union_by_the_mixture():
+    from tests.conftest import benchmark_script
+    sel = benchmark_script("generator_neighbors_selection")
+    scores = {"simp": math.log(0.3), "rfl": math.log(0.1), "ring": math.log(0.01)}
+    near = [("ring", 10.0), ("ring", 9.0), ("rfl", 1.0)]  # raw scores: ring 0.95, rfl 0.05
+    # simp 0.5 * 0.3 = 0.15; rfl 0.5 * 0.1 + 0.5 * 0.05 = 0.075; ring 0.5 * 0.01 + 0.5 * 0.95 = 0.48
+    assert sel.top_of(scores, ["simp", "rfl"], near, None, 0.5) == ["ring", "simp", "rfl"]
+    assert sel.top_of(scores, ["simp", "rfl"], near, None, 0.5, n=1) == ["ring"]
+    # Weight 0.1: ring 0.9 * 0.01 + 0.1 * 0.95 = 0.104 < simp 0.27.
+    assert sel.top_of(scores, ["simp", "rfl"], near, None, 0.1)[0] == "simp"
+    assert sel.hit("ring  ", ["simp", "ring"]) == 1 and sel.hit("omega", ["simp"]) == 0
