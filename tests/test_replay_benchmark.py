@@ -181,3 +181,22 @@ def test_the_script_refuses_a_dirty_tree_before_any_work(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as refused:
         benchmark_script("search_replay").main(["--results-dir", str(tmp_path), f"out_dir={tmp_path}"])
     assert str(refused.value) == DIRTY_TREE_ERROR and not list(tmp_path.iterdir())
+
+
+def test_two_replay_runs_compare_theorem_by_theorem():
+    from tests.conftest import benchmark_script
+    cmp = benchmark_script("replay_compare")
+    def run(outcomes):
+        return {"rows": [{"row": "none"}, {"row": "bm25"}],
+                "per_theorem": [{"key": f"F::{t}", "theorem": t, "none": o, "bm25": "no_match"}
+                                for t, o in outcomes.items()]}
+    now = run({"a": "proved", "b": "proved", "c": "no_match", "d": "proved"})
+    base = run({"a": "proved", "b": "no_match", "c": "proved", "e": "proved"})  # d, e: one side only
+    out = cmp.compare(now, base)
+    assert out["theorems"] == 3  # a, b, c
+    none = out["rows"][0]
+    assert (none["row"], none["now"], none["base"], none["diff"]) == ("none", pytest.approx(2 / 3), pytest.approx(2 / 3), 0.0)
+    assert none["only_now"] == ["b"] and none["only_base"] == ["c"]
+    assert out["rows"][1]["diff"] == 0.0 and out["rows"][1]["diff_ci"] == [0.0, 0.0]
+    assert "not pass@1" in cmp.markdown({**out, "label": "old", "base": "abc", "file": "f.json",
+                                         "now_commit": "def", "command": "c"})

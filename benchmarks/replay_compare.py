@@ -1,0 +1,95 @@
+"""Two committed replay search results on the same theorems, paired theorem by theorem.
+
+    python benchmarks/replay_compare.py --base 5fe09dc --label "network alone" \
+        benchmarks/results/search-replay-mathlib-src-leandojo-real-val.json
+
+A replay results file is rewritten when its benchmark reruns (a new generator, say), so the
+previous run lives on in git. This reads the file as the working tree has it and as commit
+`--base` had it, and for every row both hold, over the theorems both hold: each rate, and the
+paired difference (now minus base) with a 95% bootstrap interval over theorems (the retrieval
+benchmark's bootstrap), plus the theorems each side alone proved. A simulator's rates: never
+pass@1. Writes <file stem>-vs-<base>.{json,md} beside the file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from prover.data.jsonio import write_json
+from prover.utils.runinfo import require_clean_tree
+from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
+
+
+def at_commit(path: Path, rev: str) -> dict:
+    """The file's content at `rev` (a one-line error when git does not have it there)."""
+    rel = path.resolve().relative_to(Path.cwd().resolve())
+    out = subprocess.run(["git", "show", f"{rev}:{rel.as_posix()}"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"error: {rel} is not in commit {rev}: {out.stderr.strip().splitlines()[-1]}")
+    return json.loads(out.stdout)
+
+
+def compare(now: dict, base: dict) -> dict:
+    """Per shared row: both rates with intervals, now − base with its paired interval, and the
+    theorems only one side proved."""
+    a = {t["key"]: t for t in now["per_theorem"]}
+    b = {t["key"]: t for t in base["per_theorem"]}
+    keys = sorted(a.keys() & b.keys())
+    rows = []
+    for name in [r["row"] for r in now["rows"] if any(r2["row"] == r["row"] for r2 in base["rows"])]:
+        x = np.asarray([a[k][name] == "proved" for k in keys], dtype=np.float64)
+        y = np.asarray([b[k][name] == "proved" for k in keys], dtype=np.float64)
+        rows.append({"row": name, "now": round(float(x.mean()), 6), "now_ci": [round(v, 6) for v in mean_interval(x)],
+                     "base": round(float(y.mean()), 6), "base_ci": [round(v, 6) for v in mean_interval(y)],
+                     "diff": round(float(x.mean() - y.mean()), 6),
+                     "diff_ci": [round(v, 6) for v in paired_intervals(x, y).diff],
+                     "only_now": [a[k]["theorem"] for k in keys if a[k][name] == "proved" != b[k][name]],
+                     "only_base": [b[k]["theorem"] for k in keys if b[k][name] == "proved" != a[k][name]]})
+    return {"theorems": len(keys), "rows": rows}
+
+
+def markdown(result: dict) -> str:
+    pct = lambda v: f"{100 * v:.1f}"  # noqa: E731
+    lines = [f"# Replay search (simulator, not pass@1): now against {result['label']} (commit {result['base']})", "",
+             f"`{result['file']}` as committed at {result['now_commit']} against commit {result['base']}, "
+             f"over the {result['theorems']} theorems both hold. Rates are the replay simulator's proof rate, "
+             f"not pass@1. Brackets: 95% bootstrap intervals ({N_RESAMPLES} resamples of the theorems, seed "
+             f"{SEED}), paired for the difference.", "",
+             f"| row | now (%) | {result['label']} (%) | now − {result['label']} (points) | proved only now | proved only before |",
+             "|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['row']} | {pct(r['now'])} [{pct(r['now_ci'][0])}, {pct(r['now_ci'][1])}] "
+                     f"| {pct(r['base'])} [{pct(r['base_ci'][0])}, {pct(r['base_ci'][1])}] "
+                     f"| {100 * r['diff']:+.1f} [{100 * r['diff_ci'][0]:+.1f}, {100 * r['diff_ci'][1]:+.1f}] "
+                     f"| {len(r['only_now'])} | {', '.join(f'`{t}`' for t in r['only_base']) or '0'} |")
+    lines += ["", f"Command: `{result['command']}`"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("file", type=Path, help="a committed search-replay-*.json")
+    p.add_argument("--base", required=True, help="the commit holding the earlier run of the same file")
+    p.add_argument("--label", default="before", help="what the earlier run was, for the table")
+    p.add_argument("--allow-dirty", action="store_true")
+    args = p.parse_args(argv)
+    commit = require_clean_tree(args.allow_dirty)
+    now, base = at_commit(args.file, "HEAD"), at_commit(args.file, args.base)
+    command = f"python benchmarks/replay_compare.py --base {args.base} --label \"{args.label}\" {args.file.as_posix()}"
+    result = {"benchmark": "replay_compare", "command": command, "git_commit": commit, "file": args.file.as_posix(),
+              "now_commit": now["git_commit"], "base": args.base, "base_commit": base["git_commit"],
+              "label": args.label, **compare(now, base)}
+    stem = args.file.with_suffix("").as_posix() + f"-vs-{args.base}"
+    write_json(Path(stem + ".json"), result)
+    Path(stem + ".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
