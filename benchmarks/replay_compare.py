@@ -8,7 +8,7 @@ previous run lives on in git. This reads the file as the working tree has it and
 `--base` had it, and for every row both hold, over the theorems both hold: each rate, and the
 paired difference (now minus base) with a 95% bootstrap interval over theorems (the retrieval
 benchmark's bootstrap), plus the theorems each side alone proved. A simulator's rates: never
-pass@1. Writes <file stem>-vs-<base>.{json,md} beside the file.
+pass@1. Writes replay-compare-<dataset>-<split>-vs-<base>.{json,md} beside the file.
 """
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "replay_compare", "command": command, "git_commit": commit, "file": args.file.as_posix(),
               "now_commit": now["git_commit"], "base": args.base, "base_commit": base["git_commit"],
               "label": args.label, **compare(now, base)}
-    stem = args.file.with_suffix("").as_posix() + f"-vs-{args.base}"
+    # Not search-replay-*: that name is for the benchmark's own result files.
+    stem = (args.file.parent / f"replay-compare-{args.file.stem.removeprefix('search-replay-')}-vs-{args.base}").as_posix()
     write_json(Path(stem + ".json"), result)
     Path(stem + ".md").write_text(markdown(result))
     print(markdown(result))
