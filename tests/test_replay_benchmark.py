@@ -200,3 +200,9 @@ def test_two_replay_runs_compare_theorem_by_theorem():
     assert out["rows"][1]["diff"] == 0.0 and out["rows"][1]["diff_ci"] == [0.0, 0.0]
     assert "not pass@1" in cmp.markdown({**out, "label": "old", "base": "abc", "file": "f.json",
                                          "now_commit": "def", "command": "c"})
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("replay-compare-*.json")), ids=lambda p: p.stem)
+def test_committed_replay_comparisons_render_from_their_json(path: Path):
+    from tests.conftest import benchmark_script
+    assert benchmark_script("replay_compare").markdown(json.loads(path.read_text())) == path.with_suffix(".md").read_text()
