@@ -10,7 +10,7 @@ the grid (k, temperature, weight) ranks the union of the model's candidates and 
 states' tactics by the mixture log((1 - w) P_model + w P_neighbours), and counts EM@8; beside
 them the model alone, the neighbours alone and the frequency baseline (the pool's first 8: the
 most frequent training targets). The chosen setting is the best EM@8, the first in grid order
-on a tie. Writes benchmarks/results/generator-neighbors-selection-<dataset>-<split>.{json,md}.
+on a tie. Writes benchmarks/results/tactic-neighbors-selection-<dataset>-<split>.{json,md}.
 Refuses a tree with uncommitted changes to code or configs unless --allow-dirty.
 """
 from __future__ import annotations
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                             {"row": "chosen mixture", "em": chosen["em"], "ci": chosen["ci"]}],
               "grid": grid, "chosen": chosen, "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(cfg.results_dir)
-    stem = f"generator-neighbors-selection-{ds.name}-{cfg.data.split.replace('/', '-')}"
+    # Not generator-*: that name is for the generator benchmark's own result files.
+    stem = f"tactic-neighbors-selection-{ds.name}-{cfg.data.split.replace('/', '-')}"
     write_json(out / f"{stem}.json", result)
     (out / f"{stem}.md").write_text(markdown(result))
     print(markdown(result))

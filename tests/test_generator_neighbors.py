@@ -14,7 +14,7 @@ from generator.model import TacticGenerator
 from generator.neighbors import NEIGHBORS_DIR, TacticNeighbors
 from generator.settings import InputConfig, ModelConfig, NeighborsConfig
 from prover.data.theorem import parse_theorem
-from tests.conftest import tactic, theorem_record
+from tests.conftest import REPO, tactic, theorem_record
 
 RING = "a b : ℕ\n⊢ (a + b) * (a + b) = a * a + 2 * a * b + b * b"
 SUBST = "x y : ℤ\nh : x = y\n⊢ f x = f y"
@@ -123,3 +123,13 @@ def test_the_selection_ranks_the_union_by_the_mixture():
     # Weight 0.1: ring 0.9 * 0.01 + 0.1 * 0.95 = 0.104 < simp 0.27.
     assert sel.top_of(scores, ["simp", "rfl"], near, None, 0.1)[0] == "simp"
     assert sel.hit("ring  ", ["simp", "ring"]) == 1 and sel.hit("omega", ["simp"]) == 0
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "benchmarks" / "results").glob("tactic-neighbors-selection-*.json")),
+                         ids=lambda p: p.stem)
+def test_committed_selection_renders_from_its_json_and_chose_its_best(path):
+    import json
+    from tests.conftest import benchmark_script
+    result = json.loads(path.read_text())
+    assert benchmark_script("generator_neighbors_selection").markdown(result) == path.with_suffix(".md").read_text()
+    assert result["chosen"]["em"] == max(g["em"] for g in result["grid"]) and len(result["grid"]) == 60
