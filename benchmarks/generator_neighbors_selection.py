@@ -29,11 +29,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 from generator.evaluate import eval_examples  # noqa: E402
-from generator.inputs import format_input  # noqa: E402
+from generator.inputs import format_input, normalize_tactic  # noqa: E402
 from generator.model import TacticGenerator  # noqa: E402
 from generator.neighbors import mix, vote  # noqa: E402
 from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
-from generator.train import normalize_tactic  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
@@ -52,6 +51,16 @@ N = 8
 
 def _temp(t: float | None) -> str:
     return "raw scores" if t is None else f"{t:g}"
+
+
+def top_of(scores: dict[str, float], own: list[str], near: list[tuple[str, float]],
+           temperature: float | None, weight: float, n: int = N) -> list[str]:
+    """The n best of the model's own candidates and the neighbours' tactics, by the mixture
+    log((1 - weight) P_model + weight P_neighbours)."""
+    dist = vote(near, temperature)
+    cands = list(dict.fromkeys(own + list(dist)))
+    mixed = {t: mix(scores[t], dist.get(t, 0.0), weight) for t in cands}
+    return sorted(cands, key=lambda t: -mixed[t])[:n]
 
 
 def hit(gold: str, proposed: list[str]) -> int:
@@ -145,16 +154,6 @@ def main(argv: list[str] | None = None) -> int:
     (out / f"{stem}.md").write_text(markdown(result))
     print(markdown(result))
     return 0
-
-
-def top_of(scores: dict[str, float], own: list[str], near: list[tuple[str, float]],
-           temperature: float | None, weight: float, n: int = N) -> list[str]:
-    """The n best of the model's own candidates and the neighbours' tactics, by the mixture
-    log((1 - weight) P_model + weight P_neighbours)."""
-    dist = vote(near, temperature)
-    cands = list(dict.fromkeys(own + list(dist)))
-    mixed = {t: mix(scores[t], dist.get(t, 0.0), weight) for t in cands}
-    return sorted(cands, key=lambda t: -mixed[t])[:n]
 
 
 if __name__ == "__main__":

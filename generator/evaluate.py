@@ -22,10 +22,9 @@ from prover.data.premise import Premise
 from prover.data.theorem import Theorem
 from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
-from generator.inputs import format_input
+from generator.inputs import format_input, normalize_tactic
 from generator.model import TacticGenerator
 from generator.neighbors import TacticNeighbors
-from generator.train import normalize_tactic
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,12 @@ def premise_line(p: Premise, premise_text: str = "full") -> str:
     return " ".join(f"{p.full_name} {p.render()}".split())
 
 
+def normalize_tactic(t: str) -> str:
+    """A tactic with its whitespace runs collapsed: how exact match, the pool and the
+    neighbours compare tactics."""
+    return " ".join(t.split())
+
+
 def n_bytes(text: str) -> int:
     return len(text.encode("utf-8"))
 

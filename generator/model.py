@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
+from generator.inputs import normalize_tactic
 from generator.neighbors import TacticNeighbors
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
@@ -275,6 +276,6 @@ def frequent_targets(tactics: Sequence[str], n: int) -> list[str]:
     """The `n` most frequent training targets (whitespace-normalized), most frequent first;
     ties keep first-seen order."""
     from collections import Counter
-    counts = Counter(" ".join(t.split()) for t in tactics)
+    counts = Counter(normalize_tactic(t) for t in tactics)
     counts.pop("", None)
     return [t for t, _ in counts.most_common(n)]

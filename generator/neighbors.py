@@ -33,6 +33,7 @@ import numpy as np
 
 from prover.data.corpus import Corpus
 from prover.data.theorem import Theorem
+from generator.inputs import normalize_tactic
 from generator.settings import NeighborsConfig
 from retriever.base import top_k
 from retriever.bm25 import PostingScorer
@@ -43,10 +44,6 @@ log = logging.getLogger(__name__)
 NEIGHBORS_DIR = "tactic_neighbors"  # beside config.json in a model folder (optional)
 _TACTICS = "tactics.json"
 _SETTINGS = "settings.json"
-
-
-def _normalize(tactic: str) -> str:
-    return " ".join(tactic.split())
 
 
 class TacticNeighbors:
@@ -143,7 +140,7 @@ def vote(near: list[tuple[str, float]], temperature: float | None) -> dict[str, 
     shown: dict[str, str] = {}
     out: dict[str, float] = {}
     for (tactic, _), x in zip(near, w / w.sum()):
-        text = shown.setdefault(_normalize(tactic), tactic)
+        text = shown.setdefault(normalize_tactic(tactic), tactic)
         out[text] = out.get(text, 0.0) + float(x)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 

@@ -24,14 +24,11 @@ from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
 from prover.utils.training import Budget, Progress, RunDir, length_grouped_order, pick_device, set_seed
 from generator.data import build_split, load_pairs
+from generator.inputs import normalize_tactic
 from generator.model import TacticGenerator, frequent_targets, save_pool
 from generator.neighbors import build_for_training
 
 log = logging.getLogger(__name__)
-
-
-def normalize_tactic(t: str) -> str:
-    return " ".join(t.split())
 
 
 @torch.no_grad()
