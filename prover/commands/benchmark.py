@@ -17,8 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default=None, help="minif2f: valid|test; a dataset folder: e.g. random/test")
     p.add_argument("--retriever", default=None,
                    help=f"one or more of {', '.join(RETRIEVERS)}, comma-separated (one run each)")
-    p.add_argument("--env", choices=["leandojo", "replay"], default=None,
-                   help="leandojo (Lean; pass@1) or replay (a simulator over traced proofs; never pass@1)")
+    p.add_argument("--env", choices=["auto", "repl", "leandojo", "replay"], default=None,
+                   help="auto (default: the Lean version decides), repl (Lean through the Lean REPL; "
+                        "pass@1), leandojo (lean-dojo's Dojo, Lean before v4.12; pass@1) or replay "
+                        "(a simulator over traced proofs; never pass@1)")
     p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
     p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
     p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
@@ -51,16 +53,19 @@ def config_from_args(args: argparse.Namespace):
 
 def run_benchmark_command(args: argparse.Namespace) -> int:
     from prover.search.benchmark import run_benchmark
-    from prover.search.components import EnvUnavailableError, require_env
+    from prover.env.lean_version import EnvChoiceError
+    from prover.env.repl_session import InsufficientMemory, ReplUnavailable
+    from prover.search.components import EnvUnavailableError, require_env, resolve_env
     from prover.search.results import markdown
     cfg, retrievers = config_from_args(args)
+    command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
     try:
+        resolve_env(cfg)  # auto, and lean-dojo refused on Lean v4.12 or later
         require_env(cfg.env.name)  # before anything loads: say at once that Lean is missing
-    except EnvUnavailableError as e:
+        summary = run_benchmark(cfg, retrievers, command=command)
+    except (EnvUnavailableError, EnvChoiceError, ReplUnavailable, InsufficientMemory) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
-    summary = run_benchmark(cfg, retrievers, command=command)
     print(markdown(summary))
     print(f"results: {Path(cfg.out_dir).resolve()} (summary.json, summary.md, <run>/results.jsonl)")
     return 0

@@ -1,10 +1,11 @@
 """Proof environments: one theorem at a time, a tactic in, a result out.
 
 `base` holds the result types and the `ProofEnv` interface; `leandojo_env` runs tactics in
-Lean through LeanDojo; `replay` simulates Lean from traced proofs (never a pass@1 number).
+Lean through LeanDojo (Lean before v4.12); `repl_env` through the Lean REPL (lean-interact); `replay` simulates Lean from traced proofs (never a pass@1 number).
 """
 from prover.env.base import (
     ENV_LEANDOJO,
+    ENV_REPL,
     ENV_REPLAY,
     EnvCrash,
     EnvFailure,
@@ -21,7 +22,7 @@ from prover.env.base import (
 )
 
 __all__ = [
-    "ENV_LEANDOJO", "ENV_REPLAY", "EnvCrash", "EnvFailure", "EnvInitError", "GivenUp",
+    "ENV_LEANDOJO", "ENV_REPL", "ENV_REPLAY", "EnvCrash", "EnvFailure", "EnvInitError", "GivenUp",
     "ProofEnv", "ProofFinished", "State", "TacticError", "TacticResult", "Timeout",
     "contains_sorry", "normalize_ws",
 ]

@@ -2,8 +2,8 @@
 
 A `ProofEnv` is opened for one theorem (`with env:`), hands out its `initial_state`, and runs
 one tactic on one open state at a time. Results are plain frozen dataclasses so they can be
-pickled across Ray workers and written to JSON. Every env has a `name` ("leandojo" or
-"replay") that result files must carry: a proof found by the replay simulator says nothing
+pickled across Ray workers and written to JSON. Every env has a `name` ("leandojo",
+"repl" or "replay") that result files must carry: a proof found by the replay simulator says nothing
 about Lean, so it can never be counted as pass@1.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import ClassVar, Union
 
 ENV_LEANDOJO = "leandojo"
 ENV_REPLAY = "replay"
+ENV_REPL = "repl"  # the Lean REPL through lean-interact: Lean itself, like leandojo
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,11 @@ def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def lean_toolchain_available(path: str | None = None) -> bool:
+def lean_toolchain_available(path: str | None = None, need_lean: bool = True) -> bool:
     """Whether Lean can run here: `lake` and `lean` on PATH (elan's proxies count), or an elan
-    install whose bin folder has them. A pass@1 run must refuse to start without this."""
-    if shutil.which("lake", path=path) and shutil.which("lean", path=path):
+    install whose bin folder has them. A pass@1 run must refuse to start without this. The REPL
+    env needs `lake` only (lean-interact starts the REPL with `lake env`)."""
+    if shutil.which("lake", path=path) and (not need_lean or shutil.which("lean", path=path)):
         return True
     elan = shutil.which("elan", path=path)
     if elan is None:

@@ -25,6 +25,7 @@ from typing import Any
 import ray
 
 from prover.data.premise import Premise
+from prover.env.base import ENV_REPL
 from prover.search.batching import BatchingConfig, DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.components import EnvSpec, require_env
@@ -120,19 +121,25 @@ class ProverWorker:
         self.retriever_name = retriever_name
         self.premises = premises.build() if hasattr(premises, "build") else ActorPremises(premises)
         self.tactics = ActorTactics(tactics)
+        # One Lean REPL per worker, kept across theorems: a header (Mathlib's imports) is
+        # elaborated once per worker and reused by environment id.
+        self.session = env.session()
         self.expansions = 0
         self.theorems = 0
 
     def prove(self, task: ProofTask, attempt: int) -> dict:
-        result = best_first_search(self.env.make(task.theorem), self.premises, self.tactics,
-                                   self.search, context=_context(task))
+        env = self.env.make(task.theorem, task.repl, self.session)
+        result = best_first_search(env, self.premises, self.tactics, self.search, context=_context(task))
         self.expansions += result.expansions
         self.theorems += 1
         return make_record(task, result, self.retriever_name, attempt, self.worker_id)
 
     def info(self) -> dict:
-        return {**_process_info(), "worker": self.worker_id, "expansions": self.expansions,
-                "theorems": self.theorems}
+        out = {**_process_info(), "worker": self.worker_id, "expansions": self.expansions,
+               "theorems": self.theorems}
+        if self.session is not None:
+            out.update(repl_restarts=self.session.restarts, repl_mib=round(self.session.memory_mb(), 1))
+        return out
 
 
 def _context(task: ProofTask) -> Any:
@@ -258,7 +265,10 @@ def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSpec
                                          **common).remote(generator_spec, batching)
                   for _ in range(cfg.num_generators)]
     premises = retriever if retriever is not None else retriever_spec
-    workers = [ProverWorker.options(num_cpus=cfg.worker_cpus, max_restarts=0).remote(
+    # A REPL worker asks Ray for its REPL's memory, so a cluster places no more of them on a
+    # node than fit (a REPL that imported Mathlib holds several GiB).
+    memory = int(env.repl.memory_gb * 2**30) if env.name == ENV_REPL else None
+    workers = [ProverWorker.options(num_cpus=cfg.worker_cpus, max_restarts=0, memory=memory).remote(
         f"{run}/worker-{i}", env, search, retriever_spec.name, premises, generators[i % len(generators)])
         for i in range(cfg.num_workers)]
     fleet = Fleet(retriever, generators, workers)

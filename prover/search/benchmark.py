@@ -13,17 +13,19 @@ import json
 import logging
 import time
 from collections import deque
+from dataclasses import replace
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prover.data.jsonio import write_json
-from prover.env.base import ENV_LEANDOJO
+from prover.env.base import ENV_LEANDOJO, ENV_REPL
+from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.search.batching import BatchingConfig
 from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
-                                      retriever_spec)
+                                      resolve_env, retriever_spec)
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
 from prover.search.settings import as_object, resume_settings, run_name
@@ -145,6 +147,7 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     (an actors.RaySession) connects to Ray when there is something to prove; `tactic_spec`
     replaces the generator that cfg.generator describes (tests pass a test double)."""
     from prover.search import actors
+    resolve_env(cfg)
     require_env(cfg.env.name)
     search = as_object(cfg.search)
     batching: BatchingConfig = as_object(cfg.batching)
@@ -166,6 +169,10 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
         if cfg.env.name == ENV_LEANDOJO:  # tracing cannot run in a Ray worker: do it first, here
             trace_ahead({(t.theorem.url, t.theorem.commit) for t in todo}, env.leandojo.build_deps,
                         progress=cfg.progress)
+        if cfg.env.name == ENV_REPL:
+            if actors.resolve_address(cfg.ray.address) == "local":  # a cluster places workers by memory
+                memory_check(cfg.ray.num_workers, env.repl)
+            env = replace(env, repl=prepare(env.repl))  # the REPL is built here once, not per worker
         session.ensure()
         fleet = None
         t0 = time.perf_counter()

@@ -15,28 +15,45 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from prover.data.theorem import Theorem
-from prover.env.base import ENV_LEANDOJO, ENV_REPLAY, ProofEnv
+from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
+from prover.env.lean_version import ENV_AUTO
 from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
+from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
+from prover.env.repl_session import ReplConfig, ReplSession
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
 
 log = logging.getLogger(__name__)
 
 NO_RETRIEVER = "none"
-ENVS = (ENV_LEANDOJO, ENV_REPLAY)
+ENVS = (ENV_LEANDOJO, ENV_REPL, ENV_REPLAY)
 
 
 class EnvUnavailableError(RuntimeError):
     """The requested environment cannot run on this machine."""
 
 
+def resolve_env(cfg: Any) -> str:
+    """Settle `env.name` of a benchmark config (`auto` included) from the Lean version: the
+    project's lean-toolchain (env.repl.project), else the one MiniF2F's records pin. Raises
+    EnvChoiceError in one line (lean-dojo on Lean v4.12 or later, say)."""
+    from prover.env.lean_version import choose_env, read_toolchain
+    from prover.search.theorems import MINIF2F, minif2f_toolchain
+    toolchain = read_toolchain(cfg.env.repl.project)
+    if toolchain is None and cfg.theorems.source == MINIF2F:
+        toolchain = minif2f_toolchain(cfg.theorems.minif2f_path)
+    if cfg.env.name != ENV_REPLAY:
+        cfg.env.name = choose_env(cfg.env.name, toolchain)
+    return cfg.env.name
+
+
 def require_env(name: str) -> None:
     """Refuse to start a run whose environment cannot work here, saying what to do instead."""
     if name not in ENVS:
-        raise ValueError(f"unknown env {name!r}: expected one of {', '.join(ENVS)}")
-    if name == ENV_LEANDOJO and not lean_toolchain_available():
+        raise ValueError(f"unknown env {name!r}: expected one of {', '.join(ENVS + (ENV_AUTO,))}")
+    if name in (ENV_LEANDOJO, ENV_REPL) and not lean_toolchain_available(need_lean=name == ENV_LEANDOJO):
         raise EnvUnavailableError(
-            "--env leandojo needs a Lean 4 toolchain (lake and lean on PATH, or elan), and none "
+            f"--env {name} needs a Lean 4 toolchain (lake and lean on PATH, or elan), and none "
             "was found on this machine. Install elan (https://github.com/leanprover/elan) to prove "
             "theorems in Lean, or use --env replay to exercise search, Ray and fault handling on "
             "traced proofs (a simulator: its proof rate is not pass@1).")
@@ -47,12 +64,25 @@ class EnvSpec:
     name: str = ENV_LEANDOJO
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
+    repl: ReplConfig = field(default_factory=ReplConfig)
 
-    def make(self, theorem: Theorem) -> ProofEnv:
+    def session(self) -> ReplSession | None:
+        """What one worker keeps across theorems: its Lean REPL (started on first use)."""
+        return ReplSession(self.repl) if self.name == ENV_REPL else None
+
+    def make(self, theorem: Theorem, target: ReplTarget | None = None,
+             session: ReplSession | None = None) -> ProofEnv:
+        """The env for one theorem. The REPL env needs the worker's `session`, and opens
+        `target` (MiniF2F's header and statement), or else the theorem as its source file in
+        `repl.project` has it (a LeanDojo record)."""
         if self.name == ENV_REPLAY:
             return ReplayEnv(theorem, self.replay)
         if self.name == ENV_LEANDOJO:
             return LeanDojoEnv(theorem, self.leandojo)
+        if self.name == ENV_REPL:
+            if session is None:
+                raise ValueError("the repl env runs on a worker's ReplSession: pass session=")
+            return ReplEnv(target or target_from_source(theorem, self.repl.project), session)
         raise ValueError(f"unknown env {self.name!r}: expected one of {', '.join(ENVS)}")
 
 
@@ -131,4 +161,4 @@ def generator_spec(cfg: Any) -> GeneratorSpec:
 def env_spec(cfg: Any) -> EnvSpec:
     e = cfg.env
     as_obj = (lambda n: OmegaConf.to_object(n)) if OmegaConf.is_config(e) else (lambda n: n)
-    return EnvSpec(e.name, as_obj(e.replay), as_obj(e.leandojo))
+    return EnvSpec(e.name, as_obj(e.replay), as_obj(e.leandojo), as_obj(e.repl))

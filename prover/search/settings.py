@@ -7,6 +7,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from prover.env.leandojo_env import LeanDojoConfig
+from prover.env.repl_session import ReplConfig
 from prover.env.replay import ReplayConfig
 from prover.search.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
@@ -52,9 +53,13 @@ class GeneratorSettings:
 
 @dataclass
 class EnvSettings:
-    name: str = "leandojo"  # leandojo | replay (a simulator: never pass@1)
+    # auto: the project's lean-toolchain decides (repl from Lean v4.8.0-rc1, else leandojo);
+    # repl: the Lean REPL through lean-interact; leandojo: lean-dojo's Dojo (Lean before v4.12);
+    # replay: a simulator over traced proofs (never pass@1).
+    name: str = "auto"
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
+    repl: ReplConfig = field(default_factory=ReplConfig)
 
 
 @dataclass

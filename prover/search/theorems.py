@@ -16,6 +16,7 @@ from typing import Any
 from prover.data.errors import DataError
 from prover.data.jsonio import iter_jsonl, load_json, resolve
 from prover.data.theorem import Theorem, load_theorems, parse_theorem, split_path
+from prover.env.repl_env import ReplTarget
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,9 @@ class ProofTask:
     theorem: Theorem
     source: str  # leandojo, minif2f or list
     split: str | None = None
+    # What the Lean REPL elaborates to open it, when the source says (MiniF2F: its header and
+    # statement); None: the REPL env reads the theorem from its file in env.repl.project.
+    repl: ReplTarget | None = None
 
     @property
     def key(self) -> str:
@@ -62,8 +66,16 @@ def load_minif2f(path: str | Path, split: str | None = None) -> list[ProofTask]:
         if split is not None and t.get("split") != split:
             continue
         thm = _theorem_from_ref({**t, "url": data["url"], "commit": data["commit"]}, src, i)
-        tasks.append(ProofTask(thm, MINIF2F, t.get("split")))
+        target = (ReplTarget(thm.full_name, t.get("header") or "", t["statement"])
+                  if t.get("statement") else None)
+        tasks.append(ProofTask(thm, MINIF2F, t.get("split"), target))
     return tasks
+
+
+def minif2f_toolchain(path: str | Path | None = None) -> str | None:
+    """The Lean toolchain MiniF2F's records pin (its `lean_toolchain` field)."""
+    data = load_json(path or default_data_root() / "minif2f" / "minif2f.json")
+    return data.get("lean_toolchain") if isinstance(data, dict) else None
 
 
 def _theorem_from_ref(obj: Any, src: str, index: int) -> Theorem:

@@ -13,7 +13,7 @@ from typing import Any
 
 from prover.env.leandojo_env import describe_error
 from prover.search.best_first import ERROR, PROVED
-from prover.sorries.patch import standalone_proof
+from prover.env.proof_text import standalone_proof
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prover.data.errors import DataError, SkipLog
-from prover.sorries.lean_text import is_ident_char, mask_non_code
+from prover.data.lean_text import is_ident_char, mask_non_code
 
 THEOREM_KINDS = ("theorem", "lemma", "example")
 # Reserved words that always start a command, wherever they are.

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prover.env.proof_text import tactic_block
 from prover.sorries.find import TACTIC_BLOCK, TACTIC_INLINE, TERM, TERM_NESTED, FoundSorry
 
 SORRY = b"sorry"
@@ -31,41 +32,21 @@ class SorryPatch:
     replacement: str
 
 
-def _block(tactics: Sequence[str], column: int, newline: str) -> str:
-    """Tactics one per line from `column`; the first line is placed by the caller."""
-    lines: list[str] = []
-    for tac in tactics:
-        body = tac.replace("\r\n", "\n").strip("\n").rstrip()
-        if not body.strip():
-            raise ValueError("empty tactic")
-        first, *rest = body.split("\n")
-        lines += [first.strip()] + [ln.rstrip() for ln in rest]
-    return (newline + " " * column).join(lines)
-
-
 def render_replacement(found: FoundSorry, tactics: Sequence[str]) -> str:
     """The text that takes the place of the `sorry` token."""
     if not tactics:
         raise ValueError(f"no tactics to replace the sorry of {found.label}")
     col, nl = found.column, found.newline
     if found.context == TACTIC_BLOCK:
-        return _block(tactics, col, nl)
+        return tactic_block(tactics, col, nl)
     if found.context == TACTIC_INLINE:
-        body = _block(tactics, col + 1, nl)
+        body = tactic_block(tactics, col + 1, nl)
         return body if len(tactics) == 1 and "\n" not in body else f"({body})"
     if found.context == TERM:
-        return "by " + _block(tactics, col + 3, nl)
+        return "by " + tactic_block(tactics, col + 3, nl)
     if found.context == TERM_NESTED:
-        return "(by " + _block(tactics, col + 4, nl) + ")"
+        return "(by " + tactic_block(tactics, col + 4, nl) + ")"
     raise ValueError(f"unknown sorry context {found.context!r}")
-
-
-def standalone_proof(tactics: Sequence[str]) -> str:
-    """The tactics as a whole proof term (`by` and an indented block), as
-    `lean_dojo.check_proof` puts it after the theorem's `:=`."""
-    if not tactics:
-        raise ValueError("no tactics")
-    return "by\n  " + _block(tactics, 2, "\n")
 
 
 def make_patch(found: FoundSorry, tactics: Sequence[str]) -> SorryPatch:

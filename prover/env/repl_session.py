@@ -1,0 +1,256 @@
+"""One Lean REPL process, started and driven through lean-interact, for all the theorems a worker proves.
+
+What we use of lean-interact 0.11.6 (read from its `server.py` and `config.py`):
+- `LeanREPLConfig(project=LocalProject(dir), ...)` clones lean-interact's REPL fork and builds
+  it with `lake build` once (under a file lock); `local_repl_path=` with `build_repl=False`
+  uses a REPL already built instead. Build it once in the driver (`prepare`), never in each
+  worker: workers get the built checkout's path.
+- `LeanServer(config)` starts `lake env <repl>/.lake/build/bin/repl` in the project folder.
+  `run_dict(request, timeout=...)` writes one JSON request and reads the answer up to the
+  blank line. On a timeout it kills the process and raises `TimeoutError`; when the process
+  closed its output it raises `ConnectionAbortedError`; on a dead process `ChildProcessError`;
+  on output that is not JSON `json.JSONDecodeError`.
+We call `run_dict`, not `run`: `run` validates answers with the fork's pydantic models, which
+require `proofStatus`, and the upstream REPL before 2025 (e.g. at Lean v4.10.0-rc1, LeanDojo
+Benchmark 4's toolchain) does not send it. `prover.env.repl_env` reads both dialects.
+
+A restart loses every environment and proof state id. `generation` counts restarts, so the
+envs built on this session know when their ids are stale and rebuild their states.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+GIB = 2**30
+
+
+@dataclass
+class ReplConfig:
+    # The Lean project the REPL runs in (its folder: lean-toolchain, lakefile, built packages).
+    # MiniF2F: a checkout of miniF2F-lean4; LeanDojo Benchmark 4: the traced Mathlib checkout.
+    project: str | None = None
+    # A built REPL checkout (has .lake/build/bin/repl) for the project's toolchain. null: lean-
+    # interact fetches its REPL for that toolchain and builds it once (`prepare`, in the driver).
+    repl_path: str | None = None
+    repl_rev: str | None = None  # lean-interact's REPL revision (null: lean-interact's default)
+    lake: str = "lake"
+    timeout: float = 60.0  # seconds per tactic; past it the REPL is killed and restarted
+    # Seconds to elaborate a header (importing Mathlib takes minutes the first time) or a file.
+    startup_timeout: float = 600.0
+    check_timeout: float = 300.0  # seconds for the full-theorem check of a candidate proof
+    max_restarts: int = 1  # restarts per failing call before the theorem is given up
+    # Memory one REPL holds: about 1 GiB bare, several GiB once Mathlib is imported. Used to
+    # refuse a run whose workers cannot fit on the machine, and as each worker's Ray memory.
+    memory_gb: float = 8.0
+    memory_hard_limit_mb: int | None = None  # lean-interact's RLIMIT_AS on the REPL (null: none)
+    # How a theorem's root goal is opened: `:= by sorry` or `:= sorry` (both give its goal).
+    root: str = "by sorry"
+
+    def __post_init__(self) -> None:
+        if self.root not in ("by sorry", "sorry"):
+            raise ValueError(f"env.repl.root must be 'by sorry' or 'sorry', not {self.root!r}")
+        for key in ("timeout", "startup_timeout", "check_timeout", "memory_gb"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"env.repl.{key} must be positive, not {getattr(self, key)}")
+
+
+class ReplUnavailable(RuntimeError):
+    """The REPL cannot be started here (no lake, no project, a build that failed)."""
+
+
+class ReplTimeout(RuntimeError):
+    """The REPL did not answer in time; lean-interact killed it."""
+
+
+class ReplDied(RuntimeError):
+    """The REPL process exited (a crash, or killed for memory) or answered something unreadable."""
+
+
+def _lean_interact() -> Any:
+    try:
+        import lean_interact
+    except ImportError as e:  # pragma: no cover - a declared dependency
+        raise ReplUnavailable(f"lean-interact is not installed: {e}") from e
+    return lean_interact
+
+
+def lean_interact_config(cfg: ReplConfig, build: bool) -> Any:
+    """The `LeanREPLConfig` for `cfg`. `build`: fetch and build the REPL if needed (the driver,
+    once); False: use `cfg.repl_path` as it is (the workers)."""
+    li = _lean_interact()
+    if not cfg.project:
+        raise ReplUnavailable("--env repl needs the Lean project to run in: set env.repl.project "
+                              "to its folder (MiniF2F: a miniF2F-lean4 checkout, built)")
+    project_dir = Path(cfg.project).expanduser()
+    if not (project_dir / "lean-toolchain").is_file():
+        raise ReplUnavailable(f"{project_dir} has no lean-toolchain file: env.repl.project must be a "
+                              f"Lean project folder")
+    project = li.LocalProject(directory=str(project_dir), lake_path=cfg.lake, auto_build=False)
+    kwargs: dict[str, Any] = dict(project=project, lake_path=cfg.lake,
+                                  memory_hard_limit_mb=cfg.memory_hard_limit_mb,
+                                  enable_incremental_optimization=False, enable_parallel_elaboration=False)
+    if cfg.repl_path:
+        kwargs.update(local_repl_path=str(Path(cfg.repl_path).expanduser()), build_repl=build)
+    elif not build:
+        raise ReplUnavailable("no built REPL: prepare it in the driver first (env.repl.repl_path)")
+    elif cfg.repl_rev:
+        kwargs["repl_rev"] = cfg.repl_rev
+    try:
+        return li.LeanREPLConfig(**kwargs)
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ReplUnavailable(f"cannot set up the Lean REPL for {project_dir}: "
+                              f"{' '.join(str(e).split())[:500]}") from e
+
+
+def prepare(cfg: ReplConfig) -> ReplConfig:
+    """Fetch and build the REPL once (the driver's job), returning settings whose `repl_path`
+    is the built checkout, for workers to start it without building."""
+    li_cfg = lean_interact_config(cfg, build=True)
+    return replace(cfg, repl_path=li_cfg.cache_repl_dir)
+
+
+class ReplSession:
+    """A Lean REPL process and the headers elaborated in it (each once, reused by env id)."""
+
+    def __init__(self, cfg: ReplConfig) -> None:
+        self.cfg = cfg
+        self.generation = 0  # restarts so far: ids handed out before one are gone
+        self.restarts = 0
+        self._server: Any = None
+        self._headers: dict[tuple[str, ...], int] = {}
+
+    # -- process ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        li = _lean_interact()
+        config = lean_interact_config(self.cfg, build=False)
+        try:
+            self._server = li.LeanServer(config)
+        except (OSError, ChildProcessError) as e:
+            raise ReplDied(f"the Lean REPL did not start: {' '.join(str(e).split())[:300]}") from e
+
+    def close(self) -> None:
+        server, self._server = self._server, None
+        self._headers.clear()
+        if server is not None:
+            server.kill()
+
+    def restart(self) -> None:
+        self.close()
+        self.generation += 1
+        self.restarts += 1
+        self.start()
+
+    def alive(self) -> bool:
+        return self._server is not None and self._server.is_alive()
+
+    def memory_mb(self) -> float:
+        return self._server.get_memory_usage() if self._server is not None else 0.0
+
+    # -- requests --------------------------------------------------------------------------
+
+    def request(self, request: dict, timeout: float) -> dict:
+        """One raw request and its answer. Raises ReplTimeout or ReplDied; either way the
+        process is gone and the next request starts a new one (a new generation)."""
+        if self._server is None:
+            self.start()
+        elif not self._server.is_alive():
+            self.restart()
+        try:
+            return self._server.run_dict(request, timeout=timeout)
+        except TimeoutError as e:
+            self._dead()
+            raise ReplTimeout(f"no answer within {timeout:g}s") from e
+        except (ConnectionAbortedError, ChildProcessError, BrokenPipeError, json.JSONDecodeError,
+                MemoryError, OSError) as e:
+            self._dead()
+            first = next((ln for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            raise ReplDied(f"{type(e).__name__}: {first.strip()}"[:300]) from e
+
+    def _dead(self) -> None:
+        """The process is killed or exited: forget it and its ids."""
+        if self._server is not None:
+            try:
+                self._server.kill()
+            except Exception as e:  # already gone
+                log.debug("repl: kill after failure: %s", e)
+        self._server = None
+        self._headers.clear()
+        self.generation += 1
+        self.restarts += 1
+
+    def command(self, cmd: str, env: int | None = None, timeout: float | None = None, **options: Any) -> dict:
+        request: dict[str, Any] = {"cmd": cmd, **options}
+        if env is not None:
+            request["env"] = env
+        return self.request(request, timeout or self.cfg.startup_timeout)
+
+    def step(self, proof_state: int, tactic: str, timeout: float | None = None) -> dict:
+        return self.request({"tactic": tactic, "proofState": proof_state}, timeout or self.cfg.timeout)
+
+    def file(self, path: str | Path, env: int | None = None, all_tactics: bool = False) -> dict:
+        request: dict[str, Any] = {"path": str(path)}
+        if all_tactics:
+            request["allTactics"] = True
+        if env is not None:
+            request["env"] = env
+        return self.request(request, self.cfg.startup_timeout)
+
+    def header_env(self, header: tuple[str, ...]) -> int | None:
+        """The environment id of `header` (commands, each run in the environment of the one
+        before) elaborated in this process. Each prefix of it is elaborated once per process
+        and reused: theorems whose headers share their first commands (the imports) share
+        that work. None for an empty header (commands then run in a fresh environment).
+        Raises HeaderError when Lean reports an error in it."""
+        env: int | None = None
+        for i, chunk in enumerate(header):
+            key = header[:i + 1]
+            if key not in self._headers:
+                answer = self.command(chunk, env=env)
+                errors = error_messages(answer)
+                if "env" not in answer or errors:
+                    raise HeaderError(f"the header does not elaborate: {errors[0] if errors else answer}")
+                self._headers[key] = answer["env"]
+            env = self._headers[key]
+        return env
+
+
+class HeaderError(RuntimeError):
+    """Lean rejected a theorem's header (imports, options, opens)."""
+
+
+def error_messages(answer: dict) -> list[str]:
+    """Lean's errors in an answer: a REPL-level `message`, and messages of severity error."""
+    out = [answer["message"]] if "message" in answer else []
+    out += [m.get("data", "") for m in answer.get("messages", []) if m.get("severity") == "error"]
+    return [" ".join(str(x).split())[:500] for x in out]
+
+
+def uses_sorry(answer: dict) -> bool:
+    """Whether Lean warned that a declaration of this answer uses `sorry`."""
+    return any(m.get("severity") == "warning" and "declaration uses" in m.get("data", "")
+               and "sorry" in m.get("data", "") for m in answer.get("messages", []))
+
+
+class InsufficientMemory(RuntimeError):
+    """The REPLs a run would start cannot fit in this machine's memory."""
+
+
+def memory_check(workers: int, cfg: ReplConfig, available_gib: float | None = None) -> None:
+    """Refuse a run whose REPLs cannot fit in this machine's memory, in one line naming both."""
+    if available_gib is None:
+        import psutil
+        available_gib = psutil.virtual_memory().total / GIB
+    need = workers * cfg.memory_gb
+    if need > available_gib:
+        raise InsufficientMemory(f"{workers} workers each hold a Lean REPL of about {cfg.memory_gb:g} GiB "
+                          f"(env.repl.memory_gb): {need:g} GiB needed, this machine has "
+                          f"{available_gib:.1f} GiB; lower ray.num_workers to "
+                          f"{max(1, int(available_gib // cfg.memory_gb))} or fewer")
+

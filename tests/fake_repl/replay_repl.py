@@ -1,0 +1,204 @@
+"""A stand-in for the Lean REPL binary that answers only with what the real Lean answered.
+
+It loads the REPL's own test transcripts (`NAME.in`: JSON requests separated by blank lines;
+`NAME.expected.out`: the real REPL's answers, in order) and answers a request with the
+recorded answer to the same request made on the same Lean state. States are identified by
+how they were made, not by their ids: an environment is "the command C run on environment
+E", a proof state is "the i-th proof state in the answer to request R". So several
+transcripts can be loaded at once, and a client may send their requests in any order or
+interleaved: ids in the answers are handed out afresh, counting up from 0 as the real REPL
+does, and requests are translated back to the recorded ids. A request no transcript recorded
+on that state has no real answer: the process prints why on stderr and exits with code 3, so
+the client sees a REPL that died (it must never get an invented answer).
+
+Environment (all optional but the first):
+- FAKE_REPL_TRANSCRIPTS: `.in` files, separated by os.pathsep; each `.expected.out` beside it.
+  A `"path"` request is matched by the file's content, read relative to the process's
+  working directory (recorded ones: relative to the transcript's `test/` parent folder).
+- FAKE_REPL_LOG: append each request received (one JSON line) to this file.
+- FAKE_REPL_HANG_ON / FAKE_REPL_EXIT_ON: a request whose JSON contains this text makes the
+  REPL never answer (a timeout) / exit at once with code 137 (as when the kernel kills an
+  out-of-memory process). With FAKE_REPL_FAULT_ONCE (a file path) the fault fires once: the
+  first time creates that file, and a restarted REPL then behaves.
+The process protocol is the REPL's: a request is one JSON object ended by a blank line; an
+answer is the JSON text followed by a blank line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# Keys a client may add that do not change Lean's answer in these transcripts.
+_IGNORED_KEYS = ("incrementality", "setOptions")
+
+
+def read_objects(text: str) -> list[dict]:
+    """JSON objects separated by whitespace (the transcripts' layout; some hold raw control
+    characters inside strings, which the REPL's own JSON reader accepts)."""
+    dec = json.JSONDecoder(strict=False)
+    out, i = [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        obj, i = dec.raw_decode(text, i)
+        out.append(obj)
+
+
+def _proof_states(answer: dict) -> list[int]:
+    """The proof state ids an answer hands out, in the order they appear."""
+    ids = [s["proofState"] for s in answer.get("sorries", []) if "proofState" in s]
+    ids += [t["proofState"] for t in answer.get("tactics", []) if "proofState" in t]
+    if "proofState" in answer:
+        ids.append(answer["proofState"])
+    return ids
+
+
+class Transcripts:
+    """Recorded answers keyed by (the state a request runs on, the request itself)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, tuple[dict, str | None, list[str]]] = {}
+
+    def key(self, request: dict, env_node: str | None, ps_node: str | None, file_text: str | None) -> str:
+        body = {k: v for k, v in request.items() if k not in _IGNORED_KEYS + ("env", "proofState", "path")}
+        return json.dumps({"on_env": env_node, "on_ps": ps_node, "file": file_text, **body}, sort_keys=True)
+
+    def load(self, path_in: Path) -> None:
+        out = path_in.with_name(path_in.name[:-3] + ".expected.out")
+        requests = read_objects(path_in.read_text(encoding="utf-8"))
+        answers = read_objects(out.read_text(encoding="utf-8"))
+        base = path_in.parent.parent if path_in.parent.name == "test" else path_in.parent.parent.parent
+        envs: dict[int, str] = {}  # the transcript's ids -> state identities
+        states: dict[int, str] = {}
+        for request, answer in zip(requests, answers):
+            env_node = envs.get(request["env"]) if "env" in request else None
+            ps_node = states.get(request["proofState"]) if "proofState" in request else None
+            file_text = None
+            if "path" in request:
+                f = base / request["path"]
+                if not f.exists():
+                    f = path_in.parent / Path(request["path"]).name
+                file_text = f.read_text(encoding="utf-8") if f.exists() else None
+            key = self.key(request, env_node, ps_node, file_text)
+            new_env = None
+            if "env" in answer and answer["env"] not in envs:
+                envs[answer["env"]] = new_env = f"env<{key}>"
+            ps_nodes = []
+            for i, ps in enumerate(_proof_states(answer)):
+                if ps not in states:
+                    states[ps] = f"ps{i}<{key}>"
+                ps_nodes.append(states[ps])
+            self.answers.setdefault(key, (answer, new_env, ps_nodes))
+
+
+class Repl:
+    """One REPL process's live ids, mapped to the recorded states they stand for."""
+
+    def __init__(self, transcripts: Transcripts) -> None:
+        self.t = transcripts
+        self.envs: list[str] = []
+        self.states: list[str] = []
+
+    def answer(self, request: dict) -> dict | None:
+        env_node = ps_node = file_text = None
+        if "env" in request:
+            if not 0 <= request["env"] < len(self.envs):
+                return {"message": "Unknown environment."}
+            env_node = self.envs[request["env"]]
+        if "proofState" in request:
+            if not 0 <= request["proofState"] < len(self.states):
+                return {"message": "Unknown proof state."}
+            ps_node = self.states[request["proofState"]]
+        if "path" in request:
+            f = Path(request["path"])
+            if not f.exists():
+                return None
+            file_text = f.read_text(encoding="utf-8")
+        found = self.t.answers.get(self.t.key(request, env_node, ps_node, file_text))
+        if found is None:
+            return None
+        recorded, new_env, ps_nodes = found
+        answer = json.loads(json.dumps(recorded))
+        if "env" in answer:
+            if new_env is not None:
+                answer["env"] = len(self.envs)
+                self.envs.append(new_env)
+            else:  # pickling answers with the environment it was given
+                answer["env"] = request.get("env", answer["env"])
+        live = []
+        for node in ps_nodes:
+            if node == ps_node:  # the state it was given (pickling answers with it)
+                live.append(request["proofState"])
+            else:
+                live.append(len(self.states))
+                self.states.append(node)
+        it = iter(live)
+        for s in answer.get("sorries", []):
+            if "proofState" in s:
+                s["proofState"] = next(it)
+        for t in answer.get("tactics", []):
+            if "proofState" in t:
+                t["proofState"] = next(it)
+        if "proofState" in answer:
+            answer["proofState"] = next(it)
+        return answer
+
+
+def _fault(kind: str, request_text: str) -> bool:
+    needle = os.environ.get(kind)
+    if not needle or needle not in request_text:
+        return False
+    once = os.environ.get("FAKE_REPL_FAULT_ONCE")
+    if once:
+        if os.path.exists(once):
+            return False
+        Path(once).write_text(kind)
+    return True
+
+
+def _requests(stream):
+    """Requests as the REPL reads them: lines up to a blank line."""
+    buf: list[str] = []
+    for line in stream:
+        if line.strip():
+            buf.append(line)
+        elif buf:
+            yield "".join(buf)
+            buf = []
+    if buf:
+        yield "".join(buf)
+
+
+def main() -> int:
+    transcripts = Transcripts()
+    for p in filter(None, os.environ.get("FAKE_REPL_TRANSCRIPTS", "").split(os.pathsep)):
+        transcripts.load(Path(p))
+    repl = Repl(transcripts)
+    log = os.environ.get("FAKE_REPL_LOG")
+    for text in _requests(sys.stdin):
+        request = json.loads(text, strict=False)
+        if log:
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(request, ensure_ascii=False) + "\n")
+        if _fault("FAKE_REPL_EXIT_ON", text):
+            os._exit(137)
+        if _fault("FAKE_REPL_HANG_ON", text):
+            while True:
+                time.sleep(60)
+        answer = repl.answer(request)
+        if answer is None:
+            print(f"fake REPL: no recorded answer for {json.dumps(request, ensure_ascii=False)}",
+                  file=sys.stderr, flush=True)
+            return 3
+        sys.stdout.write(json.dumps(answer, ensure_ascii=False, indent=1) + "\n\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

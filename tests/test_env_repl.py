@@ -1,0 +1,224 @@
+"""ReplEnv on lean-interact's real process path, answered by the real Lean REPL's own transcripts.
+
+A fake `lake` (tests/fake_repl/lake) is first on PATH: lean-interact starts `lake env
+<repl>/.lake/build/bin/repl` as it would with Lean, and gets the transcript replayer
+(tests/fake_repl/replay_repl.py), which answers only with what Lean answered to the same
+request on the same state. Process start, JSON framing, timeouts and restarts are
+lean-interact's own code; a request no transcript recorded makes the REPL exit (a crash).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from prover.data.state import parse_state, render_state
+from prover.env.base import EnvCrash, GivenUp, ProofFinished, State, TacticError, Timeout
+from prover.env.repl_env import ReplEnv, ReplTarget, goals_text, target_from_source
+from prover.env.repl_session import InsufficientMemory, ReplConfig, ReplSession, memory_check
+from prover.search.best_first import SearchConfig, best_first_search
+from prover.search.sources import NoPremises, Suggested
+from tests.conftest import REPO
+
+FAKE_BIN = REPO / "tests" / "fake_repl"
+
+
+@pytest.fixture
+def lean_repl(data_root, tmp_path, monkeypatch):
+    """`make(version, transcripts, **settings)`: a ReplConfig whose REPL replays those
+    transcripts (names relative to lean-repl/<version>/test/)."""
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("FAKE_REPL_LOG", str(log))
+
+    def make(version: str, transcripts: list[str], **settings) -> ReplConfig:
+        base = data_root / "lean-repl" / version
+        paths = [str(base / "test" / f"{name}.in") for name in transcripts]
+        monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", os.pathsep.join(paths))
+        for folder in ("project", "repl"):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            (tmp_path / folder / "lean-toolchain").write_text((base / "lean-toolchain").read_text())
+        return ReplConfig(project=str(tmp_path / "project"), repl_path=str(tmp_path / "repl"), **settings)
+
+    make.log = log
+    return make
+
+
+def requests_sent(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+COMPLEX_AND = "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r"
+TRACE_SIMP_HEADER = ("def f := 37", "@[simp] theorem f_def : f = 37 := by rfl",
+                     "set_option trace.Meta.Tactic.simp true")
+
+
+def test_states_have_leandojo_shape(lean_repl):
+    """Goals apart by a blank line with their case tags: what LeanDojo's state_before holds."""
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        root = env.initial_state
+        assert root.text == "p q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ p ∧ r"
+        two = env.run_tactic(root, "apply And.intro")
+        assert isinstance(two, State)
+        cases = parse_state(two.text)
+        assert [c.tag for c in cases] == ["left", "right"] and [c.goal for c in cases] == ["p", "r"]
+        assert render_state(cases) == two.text  # the same text our data pipeline renders
+        one = env.run_tactic(two, "exact h1.left")
+        assert one.text == "case right\np q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ r"
+    session.close()
+
+
+def test_upstream_repl_at_v4_10_without_proof_status(lean_repl):
+    """LeanDojo Benchmark 4's toolchain: the upstream REPL sends no proofStatus; Mathlib import."""
+    session = ReplSession(lean_repl("v4.10.0-rc1", ["Mathlib/test/induction", "Mathlib/test/exact"]))
+    with ReplEnv(ReplTarget("foo", "import Mathlib", "theorem foo (x : Nat) : x = x"), session) as env:
+        cases = env.run_tactic(env.initial_state, "induction x")
+        assert [c.tag for c in parse_state(cases.text)] == ["zero", "succ"]
+        assert "\n\ncase succ\n" in cases.text
+    with ReplEnv(ReplTarget("test", "import Mathlib", "theorem test : 3 = 7"), session) as env:
+        failed = env.run_tactic(env.initial_state, "exact?")
+        assert isinstance(failed, TacticError) and "could not close the goal" in failed.message
+    sent = requests_sent(lean_repl.log)
+    assert sum(r.get("cmd") == "import Mathlib" for r in sent) == 1  # the header, once per REPL
+    session.close()
+
+
+def test_candidate_counts_after_the_whole_theorem_compiles(lean_repl):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"]))
+    target = ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37")
+    with ReplEnv(target, session) as env:
+        same = env.run_tactic(env.initial_state, 'trace "37"')
+        assert isinstance(same, State) and same.text == "⊢ f = 37"
+        assert isinstance(env.run_tactic(env.initial_state, "simp"), ProofFinished)
+    checks = [r for r in requests_sent(lean_repl.log) if r.get("cmd", "").startswith("example : f = 37 := by simp")]
+    assert checks == [{"cmd": "example : f = 37 := by simp", "env": 2}]  # in the header's environment
+    session.close()
+
+
+def test_no_goals_left_is_not_trusted(lean_repl):
+    """The REPL reports no goals left, yet the theorem does not compile: Lean's real error
+    rejects the candidate. A kernel error in proofStatus is a failed tactic."""
+    session = ReplSession(lean_repl("v4.24.0", ["app_type_mismatch", "app_type_mismatch2"], root="sorry"))
+    with ReplEnv(ReplTarget("one_eq_zero", statement="example : 1 = 0"), session) as env:
+        state = env.run_tactic(env.run_tactic(env.initial_state, "cases 1"), "rfl")
+        kernel = env.run_tactic(state, "have: true := by\n    apply ?succ\n    trivial")
+        assert isinstance(kernel, TacticError) and kernel.message.startswith("proofStatus: Error: kernel")
+        assert isinstance(env.run_tactic(state, "have: true := sorry"), GivenUp)
+        rejected = env.run_tactic(state, "apply ?succ")
+        assert isinstance(rejected, TacticError)
+        assert "declaration has metavariables" in rejected.message
+        assert [f.kind for f in env.failures] == ["rejected"]
+    sent = requests_sent(lean_repl.log)
+    assert not any("sorry" in r.get("tactic", "") for r in sent)  # never asked of Lean
+    assert sent[-1] == {"cmd": "example : 1 = 0 := by\n  cases 1\n  rfl\n  apply ?succ"}
+    session.close()
+
+
+def test_failed_tactics(lean_repl):
+    session = ReplSession(lean_repl("v4.24.0", ["invalid_tactic", "unknown_tactic"]))
+    with ReplEnv(ReplTarget("my_theorem", statement="theorem my_theorem (x : Nat) : x = x"), session) as env:
+        bad = env.run_tactic(env.initial_state, "exact my_fake_premise")
+        assert bad == TacticError("Unknown identifier `my_fake_premise`")
+    with ReplEnv(ReplTarget("f", statement="def f : Nat"), session) as env:
+        unknown = env.run_tactic(env.initial_state, "exat 42")
+        assert isinstance(unknown, TacticError) and "unknown tactic" in unknown.message
+    session.close()
+
+
+def test_timeout_kills_and_restarts_the_repl(lean_repl, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_REPL_HANG_ON", "exact h1.left")
+    monkeypatch.setenv("FAKE_REPL_FAULT_ONCE", str(tmp_path / "fault"))
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"], timeout=1.0))
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        two = env.run_tactic(env.initial_state, "apply And.intro")
+        assert isinstance(env.run_tactic(two, "exact h1.left"), Timeout)
+        assert session.restarts == 1 and not session.alive()  # lean-interact killed it
+        # The next call starts a new REPL and rebuilds the state by replaying its tactics.
+        one = env.run_tactic(two, "exact h1.left")
+        assert isinstance(one, State) and one.text.endswith("⊢ r")
+        assert [f.kind for f in env.failures] == ["timeout"]
+    session.close()
+
+
+def test_crash_restarts_then_the_run_goes_on(lean_repl, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_REPL_EXIT_ON", "apply h2")
+    monkeypatch.setenv("FAKE_REPL_FAULT_ONCE", str(tmp_path / "fault"))
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        one = env.run_tactic(env.run_tactic(env.initial_state, "apply And.intro"), "exact h1.left")
+        after = env.run_tactic(one, "apply h2")  # the REPL exits (137), restarts, retries
+        assert isinstance(after, State) and after.text.endswith("⊢ q")
+        assert [(f.kind, f.recovered) for f in env.failures] == [("crash", True)]
+    session.close()
+
+
+def test_a_repl_that_keeps_dying_ends_the_theorem_only(lean_repl, monkeypatch):
+    monkeypatch.setenv("FAKE_REPL_EXIT_ON", "apply h2")  # every time
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
+    env = ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session)
+    with env:
+        one = env.run_tactic(env.run_tactic(env.initial_state, "apply And.intro"), "exact h1.left")
+        with pytest.raises(EnvCrash, match="failed 2 times"):
+            env.run_tactic(one, "apply h2")
+    assert [(f.kind, f.recovered) for f in env.failures] == [("crash", True), ("crash", False)]
+    # The worker's session lives on: the next theorem opens on a fresh REPL.
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as again:
+        assert again.initial_state.text.endswith("⊢ p ∧ r")
+    session.close()
+
+
+class Scripted:
+    """TEST DOUBLE TacticSource: for each state text, tactics in order of preference."""
+
+    def __init__(self, script: dict[str, list[str]]) -> None:
+        self.script = script
+
+    def suggest(self, requests):
+        return [[Suggested(t, -1.0 - i) for i, t in enumerate(self.script.get(state, []))]
+                for state, _ in requests]
+
+
+def test_best_first_search_on_real_answers(lean_repl):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp", "app_type_mismatch", "app_type_mismatch2"]))
+    proved = best_first_search(ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session),
+                               NoPremises(), Scripted({"⊢ f = 37": ['trace "37"', "simp"]}), SearchConfig(8))
+    assert proved.status == "proved" and proved.proof == ["simp"] and proved.env == "repl"
+    assert proved.tree.outcomes == {"duplicate": 1, "proof": 1}
+    session.close()
+
+    session = ReplSession(lean_repl("v4.24.0", ["app_type_mismatch", "app_type_mismatch2"], root="sorry"))
+    script = {"⊢ 1 = 0": ["cases 1"], "case zero\n⊢ 0 = 0\n\ncase succ\nn✝ : Nat\n⊢ n✝ + 1 = 0": ["rfl"],
+              "case succ\nn✝ : Nat\n⊢ n✝ + 1 = 0": ["have: true := by\n    apply ?succ\n    trivial",
+                                                    "apply ?succ"]}
+    failed = best_first_search(ReplEnv(ReplTarget("e", statement="example : 1 = 0"), session),
+                               NoPremises(), Scripted(script), SearchConfig(8))
+    assert failed.status == "failed" and failed.stop_reason == "queue_empty"
+    assert failed.tree.outcomes == {"error": 2, "new_state": 2} and failed.tree.max_depth == 2
+    assert [f["kind"] for f in failed.env_failures] == ["rejected"]
+    session.close()
+
+
+def test_goals_text_matches_leandojo():
+    assert goals_text(["case a\n⊢ p", "case b\nh : q\n⊢ r\n"]) == "case a\n⊢ p\n\ncase b\nh : q\n⊢ r"
+
+
+def test_leandojo_record_opens_from_its_source(tmp_path):
+    from prover.data.theorem import Theorem
+    src = ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic\n\n"
+           "namespace Foo\n\n/-- doc -/\ntheorem bar (h : (x := 1) = 1) :\n    1 = 1 := by\n  rfl\n")
+    (tmp_path / "Foo").mkdir()
+    (tmp_path / "Foo" / "Bar.lean").write_text(src)
+    thm = Theorem("https://github.com/x/y", "abc", "Foo/Bar.lean", "Foo.bar", (8, 1), (10, 5), ())
+    target = target_from_source(thm, tmp_path)
+    assert target.header == ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic",
+                             "\n\nnamespace Foo\n\n/-- doc -/\n")
+    assert target.statement == "theorem bar (h : (x := 1) = 1) :\n    1 = 1"
+
+
+def test_memory_check_names_both_numbers():
+    memory_check(2, ReplConfig(memory_gb=8), available_gib=24)
+    with pytest.raises(InsufficientMemory, match=r"^4 workers .* 32 GiB needed, this machine has 24.0 GiB"):
+        memory_check(4, ReplConfig(memory_gb=8), available_gib=24)
