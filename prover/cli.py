@@ -96,10 +96,19 @@ def _cmd_generator_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_trace(args: argparse.Namespace) -> int:
-    from prover.data.trace import TraceUnavailableError, trace_repo
+    from prover.data.trace import TraceArgumentError, TraceUnavailableError, trace_repo
     try:
-        meta = trace_repo(args.repo, args.commit, args.out, build_deps=not args.no_build_deps,
-                          n_val=args.n_val, n_test=args.n_test, seed=args.seed)
+        if args.backend == "repl":
+            from prover.data.trace_repl import trace_project
+            meta = trace_project(args.repo, args.out, commit=args.commit, corpus=args.corpus,
+                                 n_val=args.n_val, n_test=args.n_test, seed=args.seed)
+        elif args.commit is None or args.corpus is not None:
+            raise TraceArgumentError("COMMIT is required with --backend leandojo" if args.commit is None
+                                     else "--corpus is for --backend repl (lean-dojo traces the "
+                                     "dependencies' premises itself)")
+        else:
+            meta = trace_repo(args.repo, args.commit, args.out, build_deps=not args.no_build_deps,
+                              n_val=args.n_val, n_test=args.n_test, seed=args.seed)
     except TraceUnavailableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -162,12 +171,20 @@ def build_parser() -> argparse.ArgumentParser:
                        help="proof length for pl: tactic count, or characters of the proof text")
     split.set_defaults(func=_cmd_data_split)
 
-    trace = data.add_parser("trace", help="trace a Lean repo with lean-dojo into a LeanDojo-format dataset "
-                            "(needs Lean; run it on its own: lean-dojo starts its own Ray)")
-    trace.add_argument("repo", help="https://github.com/OWNER/NAME, OWNER/NAME, or a local git repository")
-    trace.add_argument("commit", help="commit hash (or a tag) to trace")
+    trace = data.add_parser("trace", help="trace a Lean repo into a LeanDojo-format dataset, with lean-dojo "
+                            "or the Lean REPL (needs Lean; run it on its own: lean-dojo starts its own Ray)")
+    trace.add_argument("repo", help="leandojo: https://github.com/OWNER/NAME, OWNER/NAME, or a local git "
+                       "repository; repl: a local Lean project folder (built with lake build)")
+    trace.add_argument("commit", nargs="?", default=None, help="commit hash (or a tag) to trace; with "
+                       "--backend repl only recorded (default: the folder's git HEAD, else 'unknown')")
+    trace.add_argument("--backend", choices=["leandojo", "repl"], default="leandojo",
+                       help="leandojo: lean_dojo.trace (default); repl: the Lean REPL's tactics of each file "
+                       "(allTactics), no lean-dojo; what it approximates is in metadata.json")
     trace.add_argument("--out", required=True, help="new dataset folder")
-    trace.add_argument("--no-build-deps", action="store_true", help="do not build the dependencies")
+    trace.add_argument("--no-build-deps", action="store_true", help="leandojo: do not build the dependencies")
+    trace.add_argument("--corpus", default=None, help="repl: a LeanDojo-format dataset (or corpus.jsonl) whose "
+                       "premises resolve library names (Mathlib, ...); its files the project imports are "
+                       "written into corpus.jsonl")
     trace.add_argument("--n-val", type=float, default=0.02, help="random split: count, or fraction if < 1")
     trace.add_argument("--n-test", type=float, default=0.02, help="random split: count, or fraction if < 1")
     trace.add_argument("--seed", type=int, default=3407)

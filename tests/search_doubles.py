@@ -106,3 +106,28 @@ def save_untrained_generator(path):
                                        num_heads=2, d_kv=32, dropout=0.0),
                            InputConfig(max_bytes=256, max_target_bytes=32)).save_pretrained(path)
     return path
+
+
+class ScriptedTactics:
+    """TEST DOUBLE TacticSource: for each state text, the tactics a test chose, best first (for
+    envs that answer only what a transcript recorded, such as the fake Lean REPL)."""
+
+    def __init__(self, script: dict[str, list[str]]) -> None:
+        self.script = script
+
+    def suggest(self, requests):
+        return [[Suggested(t, -1.0 - i) for i, t in enumerate(self.script.get(state, []))]
+                for state, _ in requests]
+
+
+class ScriptedSpec:
+    """TEST DOUBLE generator spec for the Ray actors: builds a ScriptedTactics in the actor."""
+
+    def __init__(self, script: dict[str, list[str]]) -> None:
+        self.script = script
+
+    def build(self) -> ScriptedTactics:
+        return ScriptedTactics(self.script)
+
+    def describe(self) -> str:
+        return "scripted-test-double"

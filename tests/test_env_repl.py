@@ -19,8 +19,9 @@ from prover.env.base import EnvCrash, GivenUp, ProofFinished, State, TacticError
 from prover.env.repl_env import ReplEnv, ReplTarget, goals_text, target_from_source
 from prover.env.repl_session import InsufficientMemory, ReplConfig, ReplSession, memory_check
 from prover.search.best_first import SearchConfig, best_first_search
-from prover.search.sources import NoPremises, Suggested
+from prover.search.sources import NoPremises
 from tests.conftest import REPO
+from tests.search_doubles import ScriptedTactics
 
 FAKE_BIN = REPO / "tests" / "fake_repl"
 
@@ -170,21 +171,10 @@ def test_a_repl_that_keeps_dying_ends_the_theorem_only(lean_repl, monkeypatch):
     session.close()
 
 
-class Scripted:
-    """TEST DOUBLE TacticSource: for each state text, tactics in order of preference."""
-
-    def __init__(self, script: dict[str, list[str]]) -> None:
-        self.script = script
-
-    def suggest(self, requests):
-        return [[Suggested(t, -1.0 - i) for i, t in enumerate(self.script.get(state, []))]
-                for state, _ in requests]
-
-
 def test_best_first_search_on_real_answers(lean_repl):
     session = ReplSession(lean_repl("v4.24.0", ["trace_simp", "app_type_mismatch", "app_type_mismatch2"]))
     proved = best_first_search(ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session),
-                               NoPremises(), Scripted({"⊢ f = 37": ['trace "37"', "simp"]}), SearchConfig(8))
+                               NoPremises(), ScriptedTactics({"⊢ f = 37": ['trace "37"', "simp"]}), SearchConfig(8))
     assert proved.status == "proved" and proved.proof == ["simp"] and proved.env == "repl"
     assert proved.tree.outcomes == {"duplicate": 1, "proof": 1}
     session.close()
@@ -194,7 +184,7 @@ def test_best_first_search_on_real_answers(lean_repl):
               "case succ\nn✝ : Nat\n⊢ n✝ + 1 = 0": ["have: true := by\n    apply ?succ\n    trivial",
                                                     "apply ?succ"]}
     failed = best_first_search(ReplEnv(ReplTarget("e", statement="example : 1 = 0"), session),
-                               NoPremises(), Scripted(script), SearchConfig(8))
+                               NoPremises(), ScriptedTactics(script), SearchConfig(8))
     assert failed.status == "failed" and failed.stop_reason == "queue_empty"
     assert failed.tree.outcomes == {"error": 2, "new_state": 2} and failed.tree.max_depth == 2
     assert [f["kind"] for f in failed.env_failures] == ["rejected"]

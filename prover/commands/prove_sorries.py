@@ -9,7 +9,22 @@ from pathlib import Path
 
 
 REAL_RUN = """\
-A real run (--env leandojo) needs:
+A real run on the REPL (--env repl; what --env auto picks from Lean v4.8.0-rc1) needs:
+  - elan (lake on PATH) and the project built once (`lake build`; with Mathlib, `lake exe
+    cache get` first); the REPL is fetched and built once by lean-interact (or give a built one:
+    env.repl.repl_path=DIR);
+  - about env.repl.memory_gb (8) GiB of memory for the REPL.
+
+Commands:
+  prover prove-sorries PROJECT --env repl --generator MODEL [--write]
+
+Time: each file is elaborated once per sorry opened (minutes for a file importing Mathlib the
+first time), then each sorry gets a search of up to search.timeout_s (600 s; each tactic
+env.repl.timeout, 60 s). Every sorry can be attempted (the REPL gives each its own goal). Each
+proof is checked in its file at once, and before writing, each file with all its proofs in
+place must elaborate with no error: a proof that breaks it is not patched.
+
+A real run on lean-dojo (--env leandojo, Lean before v4.12 only: lean-dojo/LeanDojo#211) needs:
   - a Lean 4 toolchain (elan, or lake and lean on PATH) and git 2.25 or newer;
   - the project with its lakefile at the root of its git repository (a project in a subfolder
     is refused), and everything committed: LeanDojo traces the HEAD commit, not the files;
@@ -34,8 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = "Find the sorry proofs of a Lean project, attempt each, and patch in the proofs."
     p.epilog = REAL_RUN
     p.add_argument("path", help="a Lean project folder (a git repository for --env leandojo) or one .lean file")
-    p.add_argument("--env", choices=["leandojo", "replay"], required=True,
-                   help="leandojo (Lean) or replay (a simulator fed traced proofs: --replay-traces)")
+    p.add_argument("--env", choices=["auto", "repl", "leandojo", "replay"], default="auto",
+                   help="auto (default: the project's lean-toolchain decides), repl (Lean through the "
+                        "Lean REPL), leandojo (Lean before v4.12) or replay (a simulator fed traced "
+                        "proofs: --replay-traces)")
     p.add_argument("--write", action="store_true",
                    help="also write the patched files (as new files under OUT/patched/)")
     p.add_argument("--out", default=None, help="report folder (default: runs/prove-sorries/<project>)")
@@ -63,6 +80,10 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     from prover.env.trace_ahead import trace_ahead
     from prover.sorries.project import check_project
     from prover.sorries.prove import prove_sorries, skip_reason, sorry_theorem, write_report
+    from prover.env.lean_version import EnvChoiceError, choose_env, read_toolchain
+    from prover.env.repl_env import ReplEnv, ReplTarget
+    from prover.env.repl_session import ReplSession, prepare
+    from prover.sorries.patch import apply_patches, make_patch
     from retriever.base import TheoremContext
 
     path = Path(args.path)
@@ -72,17 +93,30 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
              "retriever.corpus": args.corpus, "retriever.models": args.retriever_models}
     overrides = [f"{k}={v}" for k, v in flags.items() if v is not None] + list(args.overrides)
     cfg = load_config(SearchBenchmarkConfig, args.config, overrides)
+    root = path if path.is_dir() else path.parent
+    if not cfg.env.repl.project:
+        cfg.env.repl.project = str(project_folder(root))
     try:
+        if cfg.env.name != "replay":  # auto, and lean-dojo refused on Lean v4.12 or later
+            cfg.env.name = choose_env(cfg.env.name, read_toolchain(cfg.env.repl.project))
         require_env(cfg.env.name)
-    except EnvUnavailableError as e:
+    except (EnvUnavailableError, EnvChoiceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    root = path if path.is_dir() else path.parent
     sorries = find_sorries(path)
-    todo = [s for s in sorries if skip_reason(s) is None]
+    todo = [s for s in sorries if skip_reason(s, cfg.env.name) is None]
     env = env_spec(cfg)
     lean_project = None
-    if cfg.env.name == "leandojo":
+    session = None
+    if cfg.env.name == "repl":
+        session = ReplSession(prepare(env.repl))  # one REPL for the whole run
+
+        def make_env(s):
+            file = root / s.file
+            source = file.read_bytes()
+            return ReplEnv(ReplTarget(s.label, file=str(file.resolve()), position=(s.line, s.column)), session,
+                           patch_file=lambda tactics: apply_patches(source, [make_patch(s, tactics)]))
+    elif cfg.env.name == "leandojo":
         # Before any long work: the lakefile at the git root, and every file committed (LeanDojo
         # builds the commit, and each file it may patch must be the one it proved against).
         lean_project = check_project(path)
@@ -115,8 +149,11 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     tactics = generator_spec(cfg).build() if todo else None
     attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
                              context=lambda s: TheoremContext(s.file, (s.line, s.column + 1)),
-                             progress=cfg.progress)
-    if lean_project is not None:
+                             progress=cfg.progress, env=cfg.env.name)
+    if session is not None:
+        check_note = recheck_in_repl(attempts, root, session)
+        session.close()
+    elif lean_project is not None:
         check_note = recheck_in_lean(attempts, lean_project)
     else:
         check_note = "proofs not re-checked in Lean: the replay env is a simulator"
@@ -132,6 +169,24 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     print(report["check"])
     print(f"report: {out / 'report.md'}")
     return 0
+
+
+def project_folder(start: Path) -> Path:
+    """The Lean project holding `start`: the nearest folder up with a lean-toolchain."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        if (folder / "lean-toolchain").is_file():
+            return folder
+    return start.resolve()
+
+
+def recheck_in_repl(attempts: list, root: Path, session) -> str:
+    """Each file with its proofs in place must elaborate in the REPL before it is patched."""
+    from prover.sorries.check import CHECKED, REJECTED, recheck_files_in_repl
+    n = recheck_files_in_repl(attempts, root, session.file)
+    if not n[CHECKED] + n[REJECTED]:
+        return "no proof to re-check in the REPL"
+    return (f"re-checked in the REPL, each file with its proofs in place: {n[CHECKED]} accepted, "
+            f"{n[REJECTED]} rejected (not patched)")
 
 
 def recheck_in_lean(attempts: list, project) -> str:

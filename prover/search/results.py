@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prover.data.jsonio import append_jsonl, write_json
-from prover.env.base import ENV_LEANDOJO, ENV_REPLAY
+from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY
 from prover.search.best_first import ERROR, PROVED, SearchResult
 from prover.search.theorems import ProofTask, task_json
 
@@ -33,10 +33,10 @@ WORKER_LOST = "worker_lost"  # error kind of a theorem whose workers kept dying:
 
 
 def rate_label(env: str | None) -> str:
-    """What a proved fraction is called in tables. Only Lean itself (env leandojo) earns
+    """What a proved fraction is called in tables. Only Lean itself (env leandojo or repl) earns
     "pass@1"; the replay simulator's rate is not one, and an env we do not know (or none
     recorded, as in old results files) must not be promoted to pass@1 either."""
-    if env == ENV_LEANDOJO:
+    if env in (ENV_LEANDOJO, ENV_REPL):
         return "pass@1"
     if env == ENV_REPLAY:
         return "replay proof rate"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from prover.env.leandojo_env import describe_error
@@ -46,4 +47,49 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
                         "it tactic by tactic): not patched")
             counts[REJECTED] += 1
             log.warning("%s: %s", a.sorry.label, a.reason)
+    return counts
+
+
+def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callable[[Path], dict]) -> dict[str, int]:
+    """Before a patch is written: each file with all its proofs in place must elaborate with no
+    error and with that many sorries fewer (`run_file` runs a FileCommand). When the file with
+    every proof fails, proofs are added one at a time and each one that breaks it is left out.
+    Sets each proved attempt's `check`; returns the counts."""
+    from prover.env.repl_session import error_messages
+    from prover.sorries.patch import apply_patches, make_patch
+    counts = {CHECKED: 0, REJECTED: 0, UNCHECKED: 0}
+    by_file: dict[str, list[Any]] = {}
+    for a in attempts:
+        if a.status == PROVED and a.proof:
+            by_file.setdefault(a.sorry.file, []).append(a)
+    for file, group in sorted(by_file.items()):
+        path = root / file
+        source = path.read_bytes()
+
+        def compiles(chosen: list[Any]) -> bool:
+            patched = apply_patches(source, [make_patch(a.sorry, a.proof) for a in chosen])
+            check_path = path.with_name(f".prover-check-{path.name}")
+            check_path.write_bytes(patched)
+            try:
+                answer, base = run_file(check_path), len(baseline.get("sorries", []))
+            finally:
+                check_path.unlink(missing_ok=True)
+            return not error_messages(answer) and len(answer.get("sorries", [])) == base - len(chosen)
+
+        baseline = run_file(path)
+        kept: list[Any] = []
+        if compiles(group):
+            kept = list(group)
+        else:
+            for a in group:
+                if compiles(kept + [a]):
+                    kept.append(a)
+        for a in group:
+            if a in kept:
+                a.check = CHECKED
+                counts[CHECKED] += 1
+            else:
+                a.check, a.status = REJECTED, ERROR
+                a.reason = "the file with this proof in place does not elaborate in the REPL: not patched"
+                counts[REJECTED] += 1
     return counts

@@ -24,7 +24,7 @@ from typing import Any
 
 from prover.data.jsonio import write_json
 from prover.data.theorem import Theorem
-from prover.env.base import ENV_REPLAY, ProofEnv
+from prover.env.base import ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.search.best_first import PROVED, SearchConfig, best_first_search
 from prover.search.sources import PremiseSource, TacticSource
 from prover.sorries.find import FoundSorry
@@ -55,8 +55,11 @@ class SorryAttempt:
                 "search": self.search}
 
 
-def skip_reason(found: FoundSorry) -> str | None:
-    """Why this sorry cannot go to the environment, or None when it can."""
+def skip_reason(found: FoundSorry, env: str = "leandojo") -> str | None:
+    """Why this sorry cannot go to the environment, or None when it can. The REPL hands out
+    every sorry's own proof state (one FileCommand per file), so there every sorry can go."""
+    if env == ENV_REPL:
+        return None
     if found.name is None:
         return "an example has no name, and LeanDojo opens theorems by name"
     if not found.whole_proof:
@@ -75,14 +78,14 @@ def sorry_theorem(found: FoundSorry, url: str, commit: str, file_prefix: str = "
 def prove_sorries(sorries: Sequence[FoundSorry], make_env: Callable[[FoundSorry], ProofEnv],
                   premises: PremiseSource, tactics: TacticSource, search: SearchConfig,
                   context: Callable[[FoundSorry], Any] | None = None,
-                  progress: bool = True) -> list[SorryAttempt]:
-    """Attempt each sorry that can be attempted, one after another."""
+                  progress: bool = True, env: str = "leandojo") -> list[SorryAttempt]:
+    """Attempt each sorry that can be attempted in `env`, one after another."""
     out = []
-    todo = [s for s in sorries if skip_reason(s) is None]
+    todo = [s for s in sorries if skip_reason(s, env) is None]
     bar = progress_bar(total=len(todo), desc="prove sorries", unit="theorem", disable=not progress)
     try:
         for s in sorries:
-            reason = skip_reason(s)
+            reason = skip_reason(s, env)
             if reason is not None:
                 out.append(SorryAttempt(s, SKIPPED, reason))
                 continue
