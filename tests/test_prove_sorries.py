@@ -191,8 +191,8 @@ def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, 
     assert lean.traces == [(str(repo.resolve()), head, True)]  # traced once, then the cache
     # Every proof found was re-checked in its file, as one proof term.
     assert sorted(lean.checks) == sorted([
-        (BASIC, "SorryProject.add_zero'", "by\n  simp"),
-        (BASIC, "SorryProject.zero_add'", "by\n  omega"),
+        (BASIC, "SorryProject.add_zero'", "by simp"),
+        (BASIC, "SorryProject.zero_add'", "by omega"),
         (BASIC, "SorryProject.by_newline", "by\n  have h := Nat.add_comm a b\n  exact h"),
         (BASIC, "SorryProject.Inner.nested_ns", "by\n  rw [Nat.mul_comm]\n  exact Nat.one_mul x")])
     assert report["check"] == ("re-checked with lean_dojo.check_proof: 4 accepted, 0 rejected "

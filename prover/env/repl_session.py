@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -254,3 +256,14 @@ def memory_check(workers: int, cfg: ReplConfig, available_gib: float | None = No
                           f"{available_gib:.1f} GiB; lower ray.num_workers to "
                           f"{max(1, int(available_gib // cfg.memory_gb))} or fewer")
 
+
+
+@contextmanager
+def open_file_runner(project: str | Path, cfg: ReplConfig | None = None) -> Iterator[Callable[[Path], dict]]:
+    """`run_file(path)`: a FileCommand with `allTactics` in a REPL started in `project` (the
+    REPL is built once first), for tracing a project without lean-dojo."""
+    session = ReplSession(prepare(replace(cfg or ReplConfig(), project=str(project))))
+    try:
+        yield lambda path: session.file(path, all_tactics=True)
+    finally:
+        session.close()
