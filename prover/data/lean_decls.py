@@ -131,11 +131,6 @@ def lean_files(root: Path) -> list[Path]:
     return sorted(out)
 
 
-def module_path(module: str) -> str:
-    """`Foo.Bar` -> `Foo/Bar.lean` (guillemets dropped)."""
-    return module.replace("«", "").replace("»", "").replace(".", "/") + ".lean"
-
-
 # -- the scan ---------------------------------------------------------------------------------
 
 def _word_after(code: str, i: int) -> str | None:
@@ -264,7 +259,8 @@ def scan_declarations(code: str) -> list[Declaration]:
         if kind == "instance" and (not name or name.startswith(("(", "["))):
             name = ""
         full = _full_name(namespaces, name) if name else None
-        ns = tuple(".".join(namespaces[:k]) for k in range(1, len(namespaces) + 1))
+        parts = ".".join(namespaces).split(".") if namespaces else []  # `namespace A.B` opens A and A.B
+        ns = tuple(".".join(parts[:k]) for k in range(1, len(parts) + 1))
         decl = Declaration(kind, full, i, end, n0, n1, _proof_start(code, n1, end), ns, opens)
         decls.append(decl)
         if full and kind in ("inductive", "class inductive"):

@@ -2,10 +2,10 @@
 
 Each `.lean` file of a local Lean project that declares a theorem goes through the REPL as a
 `FileCommand` with `allTactics: true` (`{"path": ..., "allTactics": true}`); its answer lists
-every tactic Lean ran: the tactic's span, the goals before it (pretty-printed) and, from REPL
-versions of 2025 on, the constants its proof term uses (`usedConstants`). This module turns
-those answers plus a source scan of the files (`prover.data.lean_decls`) into the dataset the
-rest of the pipeline reads: `corpus.jsonl`, `random/{train,val,test}.json` (the split helpers of
+every tactic Lean ran: the tactic's span, the goals before it (pretty-printed) and, in recent
+REPLs (the v4.24.0 transcripts have it, the v4.10.0-rc1 ones not), the constants its proof term
+uses (`usedConstants`). This module turns those answers plus a source scan of the files
+(`prover.data.lean_decls`) into the dataset the rest of the pipeline reads: `corpus.jsonl`, `random/{train,val,test}.json` (the split helpers of
 `prover.data.splits`, as `prover data trace` with lean-dojo) and `metadata.json`.
 
 The REPL is injected: `trace_project_repl(project, out, run_file)` takes any callable that runs
@@ -20,7 +20,9 @@ project's own declarations. What is approximate is written into `metadata.json` 
 - theorems: only `theorem`/`lemma` declarations found by the source scan, with full names from
   their enclosing `namespace`s; a tactic belongs to the declaration whose span holds its start.
   A theorem whose span holds an error message or a `sorry` is left out (counted in `skipped`),
-  and so are all theorems of a file the REPL could not run (listed in `files_failed`).
+  and so are all theorems of a file the REPL could not run (listed in `files_failed`; the run
+  goes on, unless the first files all fail to get any answer: then the REPL is not working
+  and the run stops at once).
 - nesting: tactics at every nesting level are kept, in the REPL's order (Lean's info tree, as
   LeanDojo's), as LeanDojo records every tactic of every tactic block (inside `·` blocks,
   `have ... := by`, `case ... =>`, `(by ...)` terms). As LeanDojo's benchmark: no tactic run on
@@ -39,9 +41,12 @@ project's own declarations. What is approximate is written into `metadata.json` 
   names them (the whole name, a suffix after a namespace as `open` allows, after `_root_.` or
   `@`, before a projection `.1`/`.mp`, or a `.name` field after a term); one entry per
   occurrence, as LeanDojo. Resolved constants the text does not name (what `rw` and `simp`
-  add: `Eq.mpr`, instances) are not annotated (counted in metadata `premises`). LeanDojo
-  annotates every name the text resolves to, used or not; here a `simp` lemma that simp did
-  not use is not annotated. Without `usedConstants` (REPLs before 2025, e.g. at Lean
+  add: `Eq.mpr`, instances, or the project's definitions a statement unfolds to) are not
+  annotated (counted in metadata `premise_links.used_in_corpus_not_named`); constants no
+  corpus has (Lean core, or a library without `--corpus`) are neither. LeanDojo annotates
+  every name the text resolves to, used or not; here a `simp` lemma that simp did not use is
+  not annotated. Given the constants a tactic used, this rule gives LeanDojo's own annotation
+  on 769 of the 770 tactics of its real records in the shared data (tests/test_trace_repl.py). Without `usedConstants` (older REPLs, e.g. at Lean
   v4.10.0-rc1) a name in the text is looked up in the corpus as written, or under the
   theorem's namespaces and `open`s. A project premise's `def_pos`/`def_end_pos` are its name's
   span (as LeanDojo); a `--corpus` premise's are its declaration's.
@@ -52,6 +57,11 @@ project's own declarations. What is approximate is written into `metadata.json` 
   first (LeanDojo's `tactic`); the annotated text is that same text.
 - states are the REPL's `goals` strings, as Lean's pretty printer gave them to the REPL (an old
   REPL flattens a short list of goals onto one line, where LeanDojo keeps a line per hypothesis).
+- corpus: the project's premises are its named declarations from the source scan (with
+  inductive constructors and structure fields), not Lean's environment: no auto-generated
+  names (anonymous instances, equation lemmas, `private` names as Lean mangles them). With
+  `--corpus`, the files of that corpus the project imports (transitively) are written first,
+  so the dataset is whole; without it, library premises are in no corpus and not annotated.
 """
 from __future__ import annotations
 
@@ -70,7 +80,7 @@ from typing import Any
 from prover.data.corpus import Corpus, module_name
 from prover.data.jsonio import write_json, write_jsonl
 from prover.data.lean_decls import THEOREM_KINDS, Declaration, LeanFile, lean_files
-from prover.data.lean_text import is_ident_char, mask_non_code
+from prover.data.lean_text import mask_non_code
 from prover.data.splits import make_split, write_split
 from prover.data.theorem import DEFAULT_MAX_STATE_CHARS, parse_theorem
 
@@ -79,6 +89,7 @@ log = logging.getLogger(__name__)
 RunFile = Callable[[Path], dict]  # runs {"path": str(file), "allTactics": true}; the raw answer
 
 NO_GOALS = "no goals"
+ABORT_AFTER = 3  # the first files all raised (no answer at all): the REPL is not working, stop
 CODE_CHARS = 2000  # a non-theorem premise's code past this is cut (with ⋯), as the reference corpora
 
 APPROXIMATIONS = {
@@ -96,7 +107,7 @@ APPROXIMATIONS = {
     "premises": "usedConstants resolved against the project's declarations, then --corpus; only "
                 "those the tactic text names are annotated (one entry per occurrence); simp lemmas "
                 "simp did not use are not annotated (LeanDojo annotates them); without "
-                "usedConstants (REPLs before 2025) names in the text are looked up under the "
+                "usedConstants (older REPLs, e.g. at v4.10.0-rc1) names in the text are looked up under the "
                 "theorem's namespaces and opens; --corpus premises point at their declaration's "
                 "span, not their name's",
     "positions": "REPL positions (line 1-based, column 0-based) as LeanDojo's 1-based [line, column]; "
@@ -367,7 +378,8 @@ def fix_indentation(text: str, indent: int) -> str:
 
 # -- premises -------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"(?<![\w'!?.])(\.?)([^\W\d][\w'!?]*(?:\.[\w'!?]+)*)")
+# A name as written (`Nat.add_comm`, `foo.2`, `h.2.symm`), or a `.field` after a term (`(h x).le`, `).2.trans`).
+_TOKEN = re.compile(r"(?<![\w'!?.])(\.?)([\w'!?]+(?:\.[\w'!?]+)*)")
 
 
 @dataclass
@@ -416,48 +428,59 @@ def _text_candidates(token: str, decl: Declaration, index: PremiseIndex) -> list
     return [n for n in [token] + [f"{p}.{token}" for p in prefixes] if index.known(n)]
 
 
+def _resolve(candidate: str, field_access: bool, resolved: list[str] | None, decl: Declaration,
+             index: PremiseIndex) -> str | None:
+    if resolved is not None:
+        names = [n for n in resolved if n.endswith("." + candidate)] if field_access else resolved
+        return _pick(candidate, names, decl)
+    if field_access:
+        return None
+    found = _text_candidates(candidate, decl, index)
+    return found[0] if found else None
+
+
+def _token_spans(text: str, code: str, resolved: list[str] | None, decl: Declaration,
+                 index: PremiseIndex) -> list[tuple[int, int, str]]:
+    """(start, end, full name) of each premise the text names, in order."""
+    spans = []
+    for m in _TOKEN.finditer(code):
+        dot, token, begin = m.group(1), m.group(2), m.start(2)
+        skip = len("_root_.") if token.startswith("_root_.") else 0
+        pieces = token[skip:].split(".")
+        for k in range(len(pieces), 0, -1):  # the longest prefix: `foo.2`, `foo.mp` name `foo`
+            candidate = ".".join(pieces[:k])
+            if candidate and not candidate[0].isdigit() and candidate[0] not in "'!?":
+                hit = _resolve(candidate, bool(dot), resolved, decl, index)
+                if hit:
+                    spans.append((begin, begin + skip + len(candidate), hit))
+                    break
+        offset = begin + skip
+        for k, piece in enumerate(pieces):  # `h.2.symm`: a field of a projection
+            if k > 0 and pieces[k - 1].isdigit() and piece and not piece[0].isdigit():
+                hit = _resolve(piece, True, resolved, decl, index)
+                if hit and not (spans and spans[-1][1] > offset):
+                    spans.append((offset, offset + len(piece), hit))
+            offset += len(piece) + 1
+    return spans
+
+
 def annotate(text: str, used: set[str] | None, decl: Declaration, index: PremiseIndex,
              stats: Counter, path: str | None = None) -> tuple[str, list[dict]]:
     """`text` with `<a>...</a>` around the premises it names, and one provenance per occurrence."""
-    code = mask_non_code(text)
     resolved = sorted(n for n in used if index.known(n)) if used is not None else None
     if used is not None:
         stats["used_constants"] += len(used)
         stats["used_in_corpus"] += len(resolved)
-    parts, provenance, cur, named = [], [], 0, set()
-    for m in _TOKEN.finditer(code):
-        dot, token = m.group(1), m.group(2)
-        if token.startswith("_root_."):
-            name_start, token = m.start(2) + len("_root_."), token[len("_root_."):]
-        else:
-            name_start = m.start(2)
-        pieces = token.split(".")
-        hit, length = None, 0
-        for k in range(len(pieces), 0, -1):  # the longest prefix: `foo.2`, `foo.mp` name `foo`
-            candidate = ".".join(pieces[:k])
-            if not candidate or candidate[0].isdigit():
-                continue
-            if resolved is not None:
-                names = resolved if not dot else [n for n in resolved if n.endswith("." + candidate)]
-                hit = _pick(candidate, names, decl)
-            elif not dot:
-                found = _text_candidates(candidate, decl, index)
-                hit = found[0] if found else None
-            if hit:
-                length = name_start - m.start(2) + len(candidate)
-                break
-        if not hit:
-            continue
-        where = index.locate(hit, path)
-        begin = m.start(2)
-        parts += [text[cur:begin], "<a>", text[begin:begin + length], "</a>"]
-        cur = begin + length
-        provenance.append(where)
-        named.add(hit)
+    parts, provenance, cur = [], [], 0
+    spans = _token_spans(text, mask_non_code(text), resolved, decl, index)
+    for begin, end, name in spans:
+        parts += [text[cur:begin], "<a>", text[begin:end], "</a>"]
+        cur = end
+        provenance.append(index.locate(name, path))
     parts.append(text[cur:])
     stats["annotated"] += len(provenance)
     if resolved is not None:
-        stats["used_in_corpus_not_named"] += len(set(resolved) - named)
+        stats["used_in_corpus_not_named"] += len(set(resolved) - {name for _, _, name in spans})
     return "".join(parts), provenance
 
 
@@ -587,86 +610,111 @@ def corpus_rows(files: list[LeanFile], corpus: Corpus | None) -> tuple[list[dict
 
 # -- the whole project ----------------------------------------------------------------------
 
-def _size(v: float) -> float | int:
-    return v if 0 < v < 1 else int(v)
+def _split_sizes(n_val: float, n_test: float, n: int) -> tuple[float | int, float | int]:
+    """--n-val/--n-test as make_split takes them (a count, or a fraction if < 1); counts that
+    do not fit the theorems found are cut down (said in a warning), not refused after the run."""
+    k_val, k_test = (v if 0 < v < 1 else int(v) for v in (n_val, n_test))
+    if isinstance(k_val, int) and isinstance(k_test, int) and k_val + k_test > n:
+        fit_val = min(k_val, n)
+        fit_test = min(k_test, n - fit_val)
+        log.warning("only %d theorems: val and test get %d and %d, not %d and %d", n, fit_val, fit_test,
+                    k_val, k_test)
+        return fit_val, fit_test
+    return k_val, k_test
+
+
+@dataclass
+class _Run:
+    records: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+    without_tactics: list[str] = field(default_factory=list)
+    with_errors: list[dict] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    links: Counter = field(default_factory=Counter)
+
+
+def _run_files(project: Path, files: list[LeanFile], run_file: RunFile, index: PremiseIndex,
+               origin: tuple[str, str], run: _Run, progress: bool) -> None:
+    from prover.data.trace import TraceUnavailableError
+    from prover.utils.progress import progress_bar
+    answered = 0
+    with progress_bar(files, desc="REPL trace", unit="file", disable=not progress) as bar:
+        for n, f in enumerate(bar):
+            try:
+                answer = run_file(project / f.path)
+                problem = answer_error(answer)
+                answered += 1
+            except Exception as e:  # noqa: BLE001 - one file's failure must not end an hours-long run
+                answer, problem = None, f"{type(e).__name__}: {' '.join(str(e).split())}"
+                if n + 1 == ABORT_AFTER and answered == 0:
+                    raise TraceUnavailableError(
+                        f"the REPL answered none of the first {ABORT_AFTER} files (the last, {f.path}: "
+                        f"{problem[:300]}); is the project built (lake build)?") from e
+            if problem is not None:
+                log.warning("REPL trace: %s failed: %s", f.path, problem)
+                run.failed.append({"path": f.path, "message": problem})
+                run.skipped[SKIP_FAILED_FILE] += len(f.theorems())
+                continue
+            result = file_records(f, answer, index, origin, run.skipped, run.links)
+            run.records += result.records
+            if not result.has_tactics:
+                run.without_tactics.append(f.path)
+            if result.errors:
+                run.with_errors.append({"path": f.path, "errors": len(result.errors), "first": result.errors[0]})
+            bar.set_postfix(theorems=len(run.records), failed=len(run.failed), refresh=False)
 
 
 def trace_project_repl(project: Path, out: Path, run_file: RunFile, *, url: str | None = None,
                        commit: str | None = None, corpus: Corpus | None = None, n_val: float = 0.02,
                        n_test: float = 0.02, seed: int = 3407, progress: bool = True) -> dict:
-    """Trace every `.lean` file of `project` through `run_file` and write the dataset to `out`
-    (corpus.jsonl, random/{train,val,test}.json, metadata.json). Returns the metadata.
+    """Trace every `.lean` file of `project` that declares a theorem through `run_file` and
+    write the dataset to `out` (corpus.jsonl, random/{train,val,test}.json, metadata.json).
+    Returns the metadata.
 
     `run_file(path)` runs `{"path": str(path), "allTactics": true}` in a REPL started in the
     project and returns its raw answer. A file whose answer is a REPL error (`{"message": ...}`),
-    or whose run raised, is recorded in metadata `files_failed` and its theorems left out; a
-    file whose answer has no `tactics` is listed in `files_without_tactics`. `corpus`: an
-    existing LeanDojo corpus to resolve library premises (Mathlib, ...)."""
-    from prover.utils.progress import progress_bar
+    or whose run raised, is recorded in metadata `files_failed` and its theorems left out (if
+    the first ABORT_AFTER files all raise, the REPL is not working: TraceUnavailableError); a
+    file whose answer has no `tactics` is listed in `files_without_tactics`, one with error
+    messages in `files_with_errors`. `corpus`: an existing LeanDojo corpus (`load_corpus`) to
+    resolve library premises (Mathlib, ...). `url`, `commit`: what the records carry (default:
+    the project's path and "unknown")."""
     project = Path(project)
     origin = (url or str(project.resolve()), commit or "unknown")
-    files, failed = [], []
+    files, run = [], _Run()
     for path in lean_files(project):
         rel = path.relative_to(project).as_posix()
         try:
             files.append(LeanFile.scan(path.read_bytes().decode("utf-8"), rel))
         except UnicodeDecodeError as e:
-            failed.append({"path": rel, "message": f"not valid UTF-8 at byte {e.start}"})
-    index = premise_index(files, corpus)
-    skipped: Counter = Counter()
-    stats: Counter = Counter()
-    records: list[dict] = []
-    without_tactics, with_errors = [], []
+            run.failed.append({"path": rel, "message": f"not valid UTF-8 at byte {e.start}"})
     to_run = [f for f in files if f.theorems()]
-    bar = progress_bar(to_run, desc="REPL trace", unit="file", disable=not progress)
-    for f in bar:
-        try:
-            answer = run_file(project / f.path)
-            problem = answer_error(answer)
-        except Exception as e:  # noqa: BLE001 - one file's failure must not end an hours-long run
-            answer, problem = None, f"{type(e).__name__}: {' '.join(str(e).split())}"
-        if problem is not None:
-            log.warning("REPL trace: %s failed: %s", f.path, problem)
-            failed.append({"path": f.path, "message": problem})
-            skipped[SKIP_FAILED_FILE] += len(f.theorems())
-            continue
-        result = file_records(f, answer, index, origin, skipped, stats)
-        records += result.records
-        if not result.has_tactics:
-            without_tactics.append(f.path)
-        if result.errors:
-            with_errors.append({"path": f.path, "errors": len(result.errors), "first": result.errors[0]})
-        bar.set_postfix(theorems=len(records), failed=len(failed), refresh=False)
-    bar.close()
+    _run_files(project, to_run, run_file, premise_index(files, corpus), origin, run, progress)
 
     out.mkdir(parents=True, exist_ok=True)
-    rows, n_ext = corpus_rows(files, corpus)
+    rows, n_from_corpus = corpus_rows(files, corpus)
     write_jsonl(out / "corpus.jsonl", rows)
+    # Parsed back with our reader: what we write is what the pipeline will read.
     src = f"REPL trace of {origin[0]}@{origin[1]}"
-    theorems = [parse_theorem(r, src, i, None) for i, r in enumerate(records)]
-    n_val_, n_test_ = _size(n_val), _size(n_test)
-    if isinstance(n_val_, int) and isinstance(n_test_, int) and n_val_ + n_test_ > len(theorems):
-        log.warning("only %d theorems: val and test get %d and %d, not %d and %d", len(theorems),
-                    min(n_val_, len(theorems)), max(0, min(n_test_, len(theorems) - n_val_)), n_val_, n_test_)
-        n_val_ = min(n_val_, len(theorems))
-        n_test_ = max(0, min(n_test_, len(theorems) - n_val_))
-    split = make_split(theorems, "random", n_val_, n_test_, seed=seed)
+    theorems = [parse_theorem(r, src, i, None) for i, r in enumerate(run.records)]
+    split = make_split(theorems, "random", *_split_sizes(n_val, n_test, len(theorems)), seed=seed)
     write_split(split, out / "random")
-    for reason, n in sorted(skipped.items()):
+    for reason, n in sorted(run.skipped.items()):
         log.info("REPL trace: left out %d %s", n, reason)
+    n_premises = sum(len(r["premises"]) for r in rows)
     toolchain = project / "lean-toolchain"
     meta = {
         "backend": "repl", "url": origin[0], "commit": origin[1], "project": str(project.resolve()),
         "lean_toolchain": toolchain.read_text().strip() if toolchain.is_file() else None,
         "files": len(rows), "project_files": len(files), "files_run": len(to_run),
-        "files_failed": failed, "files_without_tactics": without_tactics, "files_with_errors": with_errors,
-        "premises": sum(len(r["premises"]) for r in rows), "premises_project": sum(len(r["premises"]) for r in rows) - n_ext,
-        "premises_from_corpus": n_ext, "corpus": getattr(corpus, "source", None),
+        "files_failed": run.failed, "files_without_tactics": run.without_tactics,
+        "files_with_errors": run.with_errors,
+        "premises": n_premises, "premises_project": n_premises - n_from_corpus,
+        "premises_from_corpus": n_from_corpus, "corpus": getattr(corpus, "source", None),
         "theorems": len(theorems), "tactics": sum(len(t.traced_tactics) for t in theorems),
-        "skipped": dict(sorted(skipped.items())),
-        "premise_links": {"used_constants": stats["used_constants"], "used_in_corpus": stats["used_in_corpus"],
-                          "annotated": stats["annotated"],
-                          "used_in_corpus_not_named": stats["used_in_corpus_not_named"]},
+        "skipped": dict(sorted(run.skipped.items())),
+        "premise_links": {k: run.links[k] for k in ("used_constants", "used_in_corpus", "annotated",
+                                                    "used_in_corpus_not_named")},
         "splits": {"random": {k: len(v) for k, v in split.parts().items()}},
         "approximations": APPROXIMATIONS, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
@@ -709,19 +757,17 @@ def load_corpus(path: str | Path) -> Corpus:
 
 @contextmanager
 def open_runner(project: Path, settings: Any = None) -> Iterator[RunFile]:
-    """The real REPL: `prover.env.repl_session.open_file_runner`, imported only here."""
+    """The real REPL: `prover.env.repl_session.open_file_runner` (imported only here), with
+    `settings` its `ReplConfig` (None: its defaults)."""
     from prover.data.trace import TraceUnavailableError
     from prover.env import leandojo_env
     try:
         from prover.env.repl_session import open_file_runner
     except ImportError as e:
         raise TraceUnavailableError(f"--backend repl needs prover.env.repl_session.open_file_runner: {e}") from None
-    if not leandojo_env.lean_toolchain_available():
+    if not leandojo_env.lean_toolchain_available(need_lean=False):  # the REPL needs lake only
         raise TraceUnavailableError("--backend repl runs the project's files in the Lean REPL, and no Lean "
-                                    "toolchain (lake and lean, or elan) was found on this machine")
-    if settings is None:
-        from prover.env.repl_session import ReplConfig
-        settings = ReplConfig(project=str(project))
+                                    "toolchain (lake, or elan) was found on this machine")
     with open_file_runner(project, settings) as run_file:
         yield run_file
 
