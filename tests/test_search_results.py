@@ -15,7 +15,7 @@ from prover.search.results import (ResultsFile, check_run_info, markdown, rate_l
                                    summarize_run)
 from prover.search.settings import SearchBenchmarkConfig, TheoremsConfig, resume_settings
 from prover.search.theorems import load_tasks
-from tests.conftest import REPO
+from tests.conftest import DATA_ROOT, REPO
 
 
 # -- theorem sources ---------------------------------------------------------------------------
@@ -145,7 +145,9 @@ def test_leandojo_without_lean_is_refused_pointing_to_replay(monkeypatch, capsys
     components.require_env("replay")
     with pytest.raises(ValueError, match="unknown env"):
         components.require_env("lean3")
-    code = main(["benchmark", "--theorems", "minif2f", "--env", "leandojo", "--out", str(tmp_path / "o")])
+    # LeanDojo Benchmark records (their toolchain, v4.10.0-rc1, is one lean-dojo runs)
+    code = main(["benchmark", "--theorems", str(DATA_ROOT / "leandojo-sample" / "test.json"), "--env", "leandojo",
+                 "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "needs a Lean 4 toolchain" in err and "--env replay" in err
     assert not (tmp_path / "o").exists()  # refused before anything was written

@@ -40,7 +40,7 @@ def test_benchmark_traces_every_repository_before_ray_starts(tmp_path, monkeypat
     listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = OmegaConf.merge(OmegaConf.structured(SearchBenchmarkConfig), {
         "theorems": {"source": str(listing)}, "out_dir": str(tmp_path / "runs"), "progress": False,
-        "env": {"leandojo": {"build_deps": False}}})
+        "env": {"name": "leandojo", "leandojo": {"build_deps": False}}})
     monkeypatch.setattr(benchmark, "require_env", lambda name: None)
 
     class Session:  # connecting to Ray is where searches begin: stop there

@@ -51,8 +51,9 @@ def require_env(name: str) -> None:
     """Refuse to start a run whose environment cannot work here, saying what to do instead."""
     if name not in ENVS:
         raise ValueError(f"unknown env {name!r}: expected one of {', '.join(ENVS + (ENV_AUTO,))}")
-    available = lean_toolchain_available() if name == ENV_LEANDOJO else lean_toolchain_available(need_lean=False)
-    if name in (ENV_LEANDOJO, ENV_REPL) and not available:
+    if name == ENV_REPLAY:
+        return
+    if not (lean_toolchain_available() if name == ENV_LEANDOJO else lean_toolchain_available(need_lean=False)):
         raise EnvUnavailableError(
             f"--env {name} needs a Lean 4 toolchain (lake and lean on PATH, or elan), and none "
             "was found on this machine. Install elan (https://github.com/leanprover/elan) to prove "
