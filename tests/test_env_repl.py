@@ -212,3 +212,30 @@ def test_memory_check_names_both_numbers():
     memory_check(2, ReplConfig(memory_gb=8), available_gib=24)
     with pytest.raises(InsufficientMemory, match=r"^4 workers .* 32 GiB needed, this machine has 24.0 GiB"):
         memory_check(4, ReplConfig(memory_gb=8), available_gib=24)
+
+
+def test_a_file_is_elaborated_once_for_all_its_sorries(data_root, tmp_path):
+    """Lean's own answer to a file with a sorry inside a longer proof (Mathlib/test/file_env),
+    served by a stand-in for the transport: two envs on its sorry send one FileCommand."""
+    from tests.fake_repl.replay_repl import read_objects
+    base = data_root / "lean-repl" / "v4.24.0" / "test" / "Mathlib" / "test"
+    answer = read_objects((base / "file_env.expected.out").read_text())[1]
+    lean_file = tmp_path / "Demo.lean"
+    lean_file.write_text((base / "file_env.lean").read_text())
+    sent = []
+
+    class Transport(ReplSession):
+        def request(self, request, timeout):
+            sent.append(request)
+            return answer
+
+    session = Transport(ReplConfig())
+    target = ReplTarget("demo", file=str(lean_file), position=(15, 2))
+    for _ in range(2):
+        with ReplEnv(target, session, patch_file=lambda tactics: b"") as env:
+            assert env.initial_state.text == "P Q R : Prop\nh1 : P → Q\nh2 : Q → R\np : P\nq : Q\n⊢ Q"
+    assert sent == [{"path": str(lean_file)}]
+    lean_file.write_text(lean_file.read_text() + "\n")  # an edited file is elaborated again
+    with ReplEnv(target, session, patch_file=lambda tactics: b"") as env:
+        assert env.initial_state.id == 0
+    assert len(sent) == 2

@@ -158,7 +158,7 @@ class ReplEnv(ProofEnv):
         """Elaborate up to the root goal in the current REPL; returns its text."""
         t, s = self.target, self.session
         if t.file is not None:
-            answer = s.file(Path(t.file))
+            answer = s.file_sorries(Path(t.file))
             sorries = answer.get("sorries", [])
             self._file_sorries = len(sorries)
             found = [x for x in sorries if _pos(x.get("pos")) == t.position and "proofState" in x]

@@ -19,6 +19,7 @@ envs built on this session know when their ids are stale and rebuild their state
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -126,6 +127,7 @@ class ReplSession:
         self.restarts = 0
         self._server: Any = None
         self._headers: dict[tuple[str, ...], int] = {}
+        self._files: dict[tuple[str, str], dict] = {}  # (path, content hash) -> its answer
 
     # -- process ---------------------------------------------------------------------------
 
@@ -140,6 +142,7 @@ class ReplSession:
     def close(self) -> None:
         server, self._server = self._server, None
         self._headers.clear()
+        self._files.clear()
         if server is not None:
             server.kill()
 
@@ -184,6 +187,7 @@ class ReplSession:
                 log.debug("repl: kill after failure: %s", e)
         self._server = None
         self._headers.clear()
+        self._files.clear()
         self.generation += 1
         self.restarts += 1
 
@@ -203,6 +207,14 @@ class ReplSession:
         if env is not None:
             request["env"] = env
         return self.request(request, self.cfg.startup_timeout)
+
+    def file_sorries(self, path: str | Path) -> dict:
+        """A project file's FileCommand answer, elaborated once per REPL process while the
+        file is unchanged: every sorry of the file opens on its proof state from that one answer."""
+        key = (str(path), hashlib.sha256(Path(path).read_bytes()).hexdigest())
+        if key not in self._files:
+            self._files[key] = self.file(path)
+        return self._files[key]
 
     def header_env(self, header: tuple[str, ...]) -> int | None:
         """The environment id of `header` (commands, each run in the environment of the one
