@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,13 +110,13 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
         row["provenance"] = row_provenance(commit, command, plain_cfg)
         result["rows"].append(row)
         per_query[name] = res.per_query
-        add_intervals(result, per_query)
+        add_intervals(result, per_query, [t for t, _ in keys])
         result["peak_rss_gib"] = round(peak_rss_gib(), 2)
         write_json(json_path, result)
         md_path.write_text(_markdown(result, ds.name, cfg.data.split))
         log.info("%s: R@10 %.3f MRR %.3f", name, row["metrics"].get("R@10", float("nan")),
                  row["metrics"].get("MRR", float("nan")))
-    add_intervals(result, per_query)
+    add_intervals(result, per_query, [t for t, _ in keys])
     write_json(json_path, result)
     md_path.write_text(_markdown(result, ds.name, cfg.data.split))
     return result
@@ -134,13 +135,16 @@ def first_stage(name: str) -> str | None:
     return name[: -len("+car")] if name.endswith("+car") else None
 
 
-def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> None:
+def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]],
+                  theorems: Sequence[str] | None = None) -> None:
     """Give each row with per-query values 95% paired-bootstrap intervals: `<metric>_ci` of
     its R@10 and MRR, and, when those rows are present, `R@10_ratio_to_bm25_ci` and
-    `R@10_diff_to_locality_ci`. All use one seed and the same resampled queries, so every
-    interval of a table comes from one bootstrap. Fractions, as the metrics are."""
+    `R@10_diff_to_locality_ci`. All use one seed and the same resamples, so every interval of
+    a table comes from one bootstrap. `theorems[i]`: query i's theorem; a resample draws
+    theorems, with all their queries (a theorem's tactics are not independent). Fractions,
+    as the metrics are."""
     result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95,
-                           "paired_over": "queries"}
+                           "paired_over": "theorems" if theorems is not None else "queries"}
 
     def rounded(ci: tuple[float, float]) -> list[float]:
         return [round(ci[0], 6), round(ci[1], 6)]
@@ -157,7 +161,7 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
             continue
         for metric in CI_METRICS:
             if metric in values:
-                row[f"{metric}_ci"] = rounded(mean_interval(values[metric]))
+                row[f"{metric}_ci"] = rounded(mean_interval(values[metric], clusters=theorems))
         if under_trained(row):
             continue  # not a baseline yet: no comparison is drawn from it
         for ref, key, stat in (("bm25", "R@10_ratio_to_bm25_ci", "ratio"),
@@ -168,7 +172,7 @@ def add_intervals(result: dict, per_query: dict[str, dict[str, np.ndarray]]) -> 
             other = per_query.get(ref, {}).get("R@10")
             if ref == row["retriever"] or other is None or "R@10" not in values:
                 continue
-            ci = getattr(paired_intervals(values["R@10"], other), stat)
+            ci = getattr(paired_intervals(values["R@10"], other, clusters=theorems), stat)
             if ci is not None:
                 row[key] = rounded(ci)
 
@@ -180,7 +184,7 @@ def _markdown(result: dict, dataset: str, split: str) -> str:
     if comparisons:
         b = result.get("bootstrap", {})
         parts.append(f"### Paired comparisons (95% bootstrap intervals, {b.get('resamples')} "
-                     f"resamples of the queries, seed {b.get('seed')})\n\n" + comparisons
+                     f"resamples of the {b.get('paired_over', 'queries')}, seed {b.get('seed')})\n\n" + comparisons
                      + (f"\nBest no-learning row (highest R@10 here, nothing trained): "
                         f"{result['best_no_learning']}.\n" if result.get("best_no_learning") else ""))
     rob = robustness_table(rows)

@@ -1,13 +1,19 @@
 """Paired bootstrap intervals for per-query metrics (e.g. R@10 of two retrievers).
 
 Two rows of a table are scored on the same queries, so their difference is judged by
-resampling queries (not each row separately): one resample draws n query indices with
-replacement and applies them to both rows, keeping each query's pair together. The 95%
-interval is the 2.5th to 97.5th percentile of the statistic over the resamples (percentile
-bootstrap). The seed is fixed, so a results file's intervals are reproducible.
+resampling (not each row separately): one resample is applied to both rows, keeping each
+query's pair together. The 95% interval is the 2.5th to 97.5th percentile of the statistic
+over the resamples (percentile bootstrap). The seed is fixed, so a results file's intervals
+are reproducible.
+
+Queries of one theorem are not independent (its tactics share a proof, a file and premises),
+so callers pass `clusters`, each query's theorem: a resample then draws theorems with
+replacement and keeps all their queries (the cluster bootstrap), and a mean is the mean over
+the drawn theorems' queries. Without clusters every query is its own.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,19 +34,33 @@ class PairedIntervals:
     ratio: tuple[float, float] | None
 
 
+Clusters = Sequence[Hashable] | None
+
+
 def resampled_means(values: np.ndarray, n_resamples: int = N_RESAMPLES,
-                    seed: int = SEED) -> np.ndarray:
+                    seed: int = SEED, clusters: Clusters = None) -> np.ndarray:
     """(n_resamples, rows) means of each row of `values` (rows, n_queries) over the same
-    resampled queries; equal seeds give equal resamples for any `values` of that width."""
+    resampled clusters (`clusters[i]`: query i's theorem; None: each query its own); equal
+    seeds give equal resamples for any `values` with those clusters."""
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     n = values.shape[1]
     if n == 0:
         raise ValueError("no queries to resample")
+    if clusters is None:
+        sums, counts = values, np.ones(n)
+    else:
+        if len(clusters) != n:
+            raise ValueError(f"{len(clusters)} cluster labels for {n} queries")
+        order: dict[Hashable, int] = {}  # clusters numbered in order of first appearance
+        ids = np.array([order.setdefault(c, len(order)) for c in clusters])
+        counts = np.bincount(ids).astype(np.float64)
+        sums = np.stack([np.bincount(ids, weights=row, minlength=len(counts)) for row in values])
+    c = len(counts)
     rng = np.random.default_rng(seed)
     out = np.empty((n_resamples, values.shape[0]))
     for lo in range(0, n_resamples, _CHUNK):
-        idx = rng.integers(0, n, size=(min(_CHUNK, n_resamples - lo), n))
-        out[lo: lo + len(idx)] = values[:, idx].mean(axis=2).T
+        idx = rng.integers(0, c, size=(min(_CHUNK, n_resamples - lo), c))
+        out[lo: lo + len(idx)] = (sums[:, idx].sum(axis=2) / counts[idx].sum(axis=1)).T
     return out
 
 
@@ -51,19 +71,19 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float
 
 
 def mean_interval(values: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                  level: float = 0.95) -> tuple[float, float]:
+                  level: float = 0.95, clusters: Clusters = None) -> tuple[float, float]:
     """The bootstrap interval of one row's mean."""
-    return percentile_interval(resampled_means(values, n_resamples, seed)[:, 0], level)
+    return percentile_interval(resampled_means(values, n_resamples, seed, clusters)[:, 0], level)
 
 
 def paired_intervals(a: np.ndarray, b: np.ndarray, n_resamples: int = N_RESAMPLES,
-                     seed: int = SEED, level: float = 0.95) -> PairedIntervals:
+                     seed: int = SEED, level: float = 0.95, clusters: Clusters = None) -> PairedIntervals:
     """Intervals of both means, their difference and their ratio, from one paired bootstrap
-    (a[i] and b[i] are the same query's metric under rows a and b)."""
+    (a[i] and b[i] are the same query's metric under rows a and b; `clusters[i]` its theorem)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired rows need equal 1-d shapes, got {a.shape} and {b.shape}")
-    means = resampled_means(np.stack([a, b]), n_resamples, seed)
+    means = resampled_means(np.stack([a, b]), n_resamples, seed, clusters)
     ma, mb = means[:, 0], means[:, 1]
     ratio = percentile_interval(ma / mb, level) if np.all(mb != 0) else None
     return PairedIntervals(percentile_interval(ma, level), percentile_interval(mb, level),

@@ -90,7 +90,7 @@ def test_benchmark_rows_get_intervals_and_comparisons_also_when_resumed(tmp_path
     again = benchmark.run_retrieval_benchmark(cfg)
     assert again["rows"] == first["rows"]
     assert json.loads((tmp_path / "retrieval-demo_data-random-test.json").read_text())["bootstrap"] \
-        == {"resamples": 2000, "seed": 0, "level": 0.95, "paired_over": "queries"}
+        == {"resamples": 2000, "seed": 0, "level": 0.95, "paired_over": "theorems"}
 
 
 def test_old_rows_without_intervals_still_render():
@@ -98,3 +98,31 @@ def test_old_rows_without_intervals_still_render():
     row = {"retriever": "bm25", "metrics": {"R@10": 0.3, "MRR": 0.25}}
     assert "| bm25 | " in markdown_table([row]) and "[" not in markdown_table([row])
     assert comparison_table([row]) == ""
+
+
+def test_clusters_resample_theorems_not_queries():
+    # Two theorems of 50 identical queries each: one all hits, one all misses. Resampling
+    # queries sees 100 independent draws (a narrow interval); resampling theorems sees two,
+    # so a mean is 0, 0.5 or 1, as with two queries.
+    a = np.array([1.0] * 50 + [0.0] * 50)
+    theorems = ["t1"] * 50 + ["t2"] * 50
+    assert mean_interval(a, clusters=theorems) == (0.0, 1.0)
+    lo, hi = mean_interval(a)
+    assert 0.35 < lo < hi < 0.65
+    means = resampled_means(a, clusters=theorems)[:, 0]
+    assert set(np.unique(means)) == {0.0, 0.5, 1.0}
+
+
+def test_each_query_its_own_cluster_equals_the_query_bootstrap():
+    x = np.random.default_rng(3).random(40)
+    assert mean_interval(x, clusters=list(range(40))) == mean_interval(x)
+    assert paired_intervals(x, x[::-1], clusters=list(range(40))) == paired_intervals(x, x[::-1])
+
+
+def test_cluster_mean_weights_theorems_by_their_queries():
+    # A resample holding theorem t1 (3 queries, all 1) and t2 (1 query, 0) has mean 3/4.
+    a = np.array([1.0, 1.0, 1.0, 0.0])
+    means = resampled_means(a, clusters=["t1", "t1", "t1", "t2"])[:, 0]
+    assert set(np.round(np.unique(means), 6)) == {0.0, 0.75, 1.0}
+    with pytest.raises(ValueError, match="cluster labels"):
+        resampled_means(a, clusters=["t1"])
