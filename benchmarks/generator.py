@@ -84,13 +84,22 @@ def _rounded(ci: tuple[float, float]) -> list[float]:
     return [round(ci[0], 6), round(ci[1], 6)]
 
 
-def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n: int) -> None:
+def theorem_of(key: str) -> str:
+    """The theorem of an example key (`file::theorem#tactic index`): the bootstrap's cluster."""
+    return key.rsplit("#", 1)[0]
+
+
+def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n: int,
+                  keys: list[str] | None = None) -> None:
     """95% paired-bootstrap intervals: each row's EM@1, EM@n (and gold log-likelihood); and the
     EM@n differences of every other row to `none` (what premises add) and of every model row
     to `frequency` and to `neighbors` (what the model adds over the most frequent training
     tactics, and over the nearest training states' tactics alone). One seed and
-    the same resampled examples throughout, as in the retrieval benchmark."""
-    result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "tactics"}
+    the same resamples throughout, as in the retrieval benchmark; with `keys` (the examples'),
+    a resample draws theorems with all their tactics."""
+    clusters = [theorem_of(k) for k in keys] if keys is not None else None
+    result["bootstrap"] = {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95,
+                           "paired_over": "theorems" if clusters else "tactics"}
     metrics = {"hit@1": "exact_match@1", f"hit@{n}": f"exact_match@{n}", "loglik": "gold_loglik"}
     for row in result["rows"]:
         values = per_example.get(row["condition"])
@@ -98,7 +107,7 @@ def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n
             continue
         for src, dst in metrics.items():
             if src in values:
-                row[f"{dst}_ci"] = _rounded(mean_interval(values[src]))
+                row[f"{dst}_ci"] = _rounded(mean_interval(values[src], clusters=clusters))
     comparisons = []
     at_n = f"hit@{n}"
     conds = [r["condition"] for r in result["rows"] if r["condition"] in per_example]
@@ -107,7 +116,7 @@ def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n
         pairs += [(c, base) for c in conds if c not in BASELINES and base in conds]
     for a, b in pairs:
         va, vb = per_example[a][at_n], per_example[b][at_n]
-        ci = paired_intervals(va, vb).diff
+        ci = paired_intervals(va, vb, clusters=clusters).diff
         comparisons.append({"a": a, "b": b, "metric": f"exact_match@{n}",
                             "diff": round(float(va.mean() - vb.mean()), 6), "diff_ci": _rounded(ci)})
     # What premises add to the gold tactic's likelihood: finer than exact match, which a small
@@ -117,7 +126,7 @@ def add_intervals(result: dict, per_example: dict[str, dict[str, np.ndarray]], n
             va, vb = per_example[a]["loglik"], per_example[b]["loglik"]
             comparisons.append({"a": a, "b": b, "metric": "gold_loglik",
                                 "diff": round(float(va.mean() - vb.mean()), 6),
-                                "diff_ci": _rounded(paired_intervals(va, vb).diff)})
+                                "diff_ci": _rounded(paired_intervals(va, vb, clusters=clusters).diff)})
     result["comparisons"] = comparisons
 
 
@@ -180,7 +189,7 @@ def markdown(result: dict) -> str:
     b = result.get("bootstrap") or {}
     if result.get("comparisons"):
         lines += ["", f"Paired differences at EM@{n} (percentage points, 95% bootstrap intervals, "
-                  f"{b.get('resamples')} resamples of the tactics, seed {b.get('seed')}):", "",
+                  f"{b.get('resamples')} resamples of the {b.get('paired_over', 'tactics')}, seed {b.get('seed')}):", "",
                   "| comparison | difference | 95% interval |", "|---|---|---|"]
         for c in result["comparisons"]:
             if c["metric"] != f"exact_match@{n}":
@@ -286,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     per_example: dict[str, dict[str, np.ndarray]] = {}
 
     def save() -> None:
-        add_intervals(result, per_example, n)
+        add_intervals(result, per_example, n, keys)
         result["peak_rss_gib"] = round(peak_rss_gib(), 2)
         write_json(json_path, result)
         md_path.write_text(markdown(result))

@@ -9,6 +9,8 @@ from pathlib import Path
 from prover.data.corpus import Corpus
 from prover.data.demo import DEMO, demo_root
 from prover.data.errors import DataError, SkipLog
+from prover.data.halves import SOURCE as HALVES_SOURCE
+from prover.data.halves import half_keys, is_half, theorem_key
 from prover.data.theorem import DEFAULT_MAX_STATE_CHARS, Theorem, load_theorems, split_path
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,11 @@ class Dataset:
         return corpus
 
     def theorems(self, split: str) -> list[Theorem]:
-        """Theorems of e.g. `random/test`."""
+        """Theorems of e.g. `random/test`, or of a half of real val (`leandojo-real/select`,
+        `leandojo-real/report`: prover.data.halves)."""
+        if is_half(split):
+            keep = half_keys(split)
+            return [t for t in self.theorems(HALVES_SOURCE) if theorem_key(t) in keep]
         mark = self._mark()
         path = split_path(self.root, split)
         theorems = load_theorems(path, skips=self._skips(), max_state_chars=self.max_state_chars)
@@ -72,6 +78,8 @@ class Dataset:
 
     def has_split(self, split: str) -> bool:
         """Whether `split` (e.g. `random/val`) has a file, plain or gzipped."""
+        if is_half(split):
+            return self.has_split(HALVES_SOURCE)
         p = self.root / f"{split}.json"
         return p.exists() or p.with_name(p.name + ".gz").exists()
 

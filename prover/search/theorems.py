@@ -15,7 +15,7 @@ from typing import Any
 
 from prover.data.errors import DataError
 from prover.data.jsonio import iter_jsonl, load_json, resolve
-from prover.data.theorem import Theorem, load_theorems, parse_theorem, split_path
+from prover.data.theorem import Theorem, load_theorems, parse_theorem
 from prover.env.repl_env import ReplTarget
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,8 @@ def load_source(source: str, split: str | None = None, minif2f_path: str | None 
     if path.is_dir():
         if not split:
             raise ValueError(f"{source} is a dataset folder: say which split (e.g. theorems.split=random/test)")
-        return [ProofTask(t, "leandojo", split) for t in load_theorems(split_path(path, split))]
+        from prover.data.dataset import Dataset
+        return [ProofTask(t, "leandojo", split) for t in Dataset(path).theorems(split)]
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         return load_list(path)
     if path.name.endswith((".json", ".json.gz")):
