@@ -44,18 +44,37 @@ log = logging.getLogger(__name__)
 NEIGHBORS_DIR = "tactic_neighbors"  # beside config.json in a model folder (optional)
 _TACTICS = "tactics.json"
 _SETTINGS = "settings.json"
+_SOURCES = "theorems.json"  # each training state's theorem (`file::name`), for leaving theorems out
 
 
 class TacticNeighbors:
     """BM25 over training states, each carrying the tactic its proof applied there."""
 
-    def __init__(self, bm25, tactics: list[str], cfg: NeighborsConfig) -> None:
+    def __init__(self, bm25, tactics: list[str], cfg: NeighborsConfig,
+                 sources: list[str] | None = None) -> None:
         if cfg.k < 1:
             raise ValueError(f"tactic neighbours need k >= 1, not {cfg.k}")
+        if sources is not None and len(sources) != len(tactics):
+            raise ValueError(f"{len(sources)} theorem keys for {len(tactics)} training states")
         self.bm25 = bm25
         self.tactics = tactics
+        self.sources = sources
         self.cfg = cfg
         self.scorer = PostingScorer(bm25)
+        self.hidden: np.ndarray | None = None  # training states left out (their theorem is being proved)
+
+    def exclude(self, keys: Iterable[str]) -> int:
+        """Leave out every training state of these theorems (`file::name`): a search or an
+        evaluation of a theorem must not be handed its own proof. Returns how many states."""
+        keys = set(keys)
+        if self.sources is None:
+            raise ValueError("these tactic neighbours were indexed without their theorems, so "
+                             "evaluated theorems cannot be left out: rebuild them with "
+                             "`prover generator neighbors --config ...`")
+        self.hidden = np.fromiter((s in keys for s in self.sources), dtype=bool, count=len(self.sources))
+        n = int(self.hidden.sum())
+        log.info("tactic neighbours: %d training states of %d evaluated theorems left out", n, len(keys))
+        return n
 
     @classmethod
     def build(cls, theorems: Iterable[Theorem], corpus: Corpus, cfg: NeighborsConfig) -> TacticNeighbors:
@@ -63,6 +82,7 @@ class TacticNeighbors:
         generator trains on)."""
         docs: list[list[str]] = []
         tactics: list[str] = []
+        sources: list[str] = []
         for thm in theorems:
             if thm.file_path not in corpus.file_index:
                 continue
@@ -71,6 +91,7 @@ class TacticNeighbors:
                 if tactic:
                     docs.append(lean_tokens(tac.state_before[: cfg.max_query_chars]))
                     tactics.append(tactic)
+                    sources.append(f"{thm.file_path}::{thm.full_name}")
         if not docs:
             raise ValueError("tactic neighbours: the training theorems have no traced tactic")
         import bm25s  # here: scipy is slow to import and configs import this module
@@ -78,13 +99,15 @@ class TacticNeighbors:
         bm25 = bm25s.BM25()
         bm25.index(docs, show_progress=False)
         log.info("tactic neighbours: indexed %d training states", len(docs))
-        return cls(bm25, tactics, cfg)
+        return cls(bm25, tactics, cfg, sources)
 
     def save(self, model_dir: str | Path) -> Path:
         path = Path(model_dir) / NEIGHBORS_DIR
         path.mkdir(parents=True, exist_ok=True)
         self.bm25.save(str(path), show_progress=False)
         (path / _TACTICS).write_text(json.dumps(self.tactics, ensure_ascii=False))
+        if self.sources is not None:
+            (path / _SOURCES).write_text(json.dumps(self.sources, ensure_ascii=False))
         (path / _SETTINGS).write_text(json.dumps(asdict(self.cfg)))
         return path
 
@@ -98,7 +121,8 @@ class TacticNeighbors:
         _quiet_bm25s()
         bm25 = bm25s.BM25.load(str(path), show_progress=False)
         tactics = json.loads((path / _TACTICS).read_text())
-        return cls(bm25, tactics, NeighborsConfig(**json.loads((path / _SETTINGS).read_text())))
+        sources = json.loads((path / _SOURCES).read_text()) if (path / _SOURCES).exists() else None
+        return cls(bm25, tactics, NeighborsConfig(**json.loads((path / _SETTINGS).read_text())), sources)
 
     def nearest(self, state: str, k: int | None = None) -> list[tuple[str, float]]:
         """(tactic, BM25 score) of the k (default: the configured k) training states nearest
@@ -108,6 +132,8 @@ class TacticNeighbors:
         if not toks:
             return []
         sim = self.scorer(toks)
+        if self.hidden is not None:
+            sim = np.where(self.hidden, 0.0, sim)
         return [(self.tactics[d], float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
 
     def distribution(self, state: str) -> dict[str, float]:

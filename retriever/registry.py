@@ -78,8 +78,15 @@ def training_theorems(cfg: Any, who: str) -> list:
         raise UserInputError(f"retriever {who}: no split {train} under {root} "
                              f"(set retriever.usage_split to a training split)")
     theorems = ds.theorems(train)
+    held_out: set[tuple[str, str]] = set()
     if evaluated and ds.has_split(evaluated):
         held_out = {(t.file_path, t.full_name) for t in ds.theorems(evaluated)}
+    # `data.exclude`: `file::name` of every theorem a proof search will attempt, whatever its
+    # source (a split file, a list, MiniF2F): a search must not count its own proofs.
+    for key in OmegaConf.select(cfg, "data.exclude", default=None) or []:
+        file_path, _, name = str(key).partition("::")
+        held_out.add((file_path, name))
+    if held_out:
         theorems = [t for t in theorems if (t.file_path, t.full_name) not in held_out]
     return theorems
 

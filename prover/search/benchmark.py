@@ -177,8 +177,10 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
         fleet = None
         t0 = time.perf_counter()
         try:
-            fleet = actors.start_fleet(cfg.ray, retriever_spec(cfg), tactic_spec or generator_spec(cfg),
-                                       env, search, batching, name)
+            # Every theorem of the benchmark is held out of the priors and the tactic neighbours.
+            held_out = [t.key for t in tasks]
+            fleet = actors.start_fleet(cfg.ray, retriever_spec(cfg, held_out),
+                                       tactic_spec or generator_spec(cfg, held_out), env, search, batching, name)
             if hooks and hooks.on_fleet:
                 hooks.on_fleet(fleet)
             dispatcher = Dispatcher(fleet, results, cfg.env.name, cfg.retriever.name,

@@ -8,6 +8,7 @@ closes the env it is handed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,9 @@ class RetrieverSpec:
     corpus: str | None = None  # dataset folder holding corpus.jsonl[.gz]
     k: int = 10
     cfg: dict = field(default_factory=dict)  # the `retriever:` section the registry reads
+    # `file::name` of the theorems being proved: the priors (usage, neighbors, the fusion's)
+    # count no proof of theirs, so a search never sees its own proofs.
+    exclude: tuple[str, ...] = ()
 
     def build(self) -> PremiseSource:
         if self.name == NO_RETRIEVER:
@@ -112,7 +116,7 @@ class RetrieverSpec:
         # `data.root`: the priors (usage, neighbors, fusion) count the training proofs of this
         # dataset (retriever.usage_split, else random/train).
         retriever = build_retriever(self.name, corpus, OmegaConf.create(
-            {"retriever": section, "data": {"root": self.corpus}}))
+            {"retriever": section, "data": {"root": self.corpus, "exclude": list(self.exclude)}}))
         log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
         return RetrieverPremises(retriever, self.k)
 
@@ -129,6 +133,7 @@ class GeneratorSpec:
     batch_size: int = 16
     max_bytes: int | None = None
     device: str = "auto"
+    exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
 
     def build(self) -> TacticSource:
         if not self.model:
@@ -139,6 +144,8 @@ class GeneratorSpec:
         from generator.model import TacticGenerator
         from prover.utils.training import pick_device
         gen = TacticGenerator.load(self.model, device=pick_device(self.device))
+        if gen.neighbors is not None and self.exclude:
+            gen.neighbors.exclude(self.exclude)
         return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
                                 self.batch_size, self.max_bytes)
 
@@ -146,18 +153,18 @@ class GeneratorSpec:
         return f"{self.model} ({self.method}, {self.num_samples})"
 
 
-def retriever_spec(cfg: Any) -> RetrieverSpec:
-    """From a benchmark config's `retriever` section."""
+def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
+    """From a benchmark config's `retriever` section; `exclude`: the theorems to be proved."""
     r = cfg.retriever
     section = {"models": r.models, "run_dir": r.run_dir, "device": r.device,
                "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25}
-    return RetrieverSpec(r.name, r.corpus, r.k, section)
+    return RetrieverSpec(r.name, r.corpus, r.k, section, tuple(exclude))
 
 
-def generator_spec(cfg: Any) -> GeneratorSpec:
+def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
     g = cfg.generator
     return GeneratorSpec(g.model, cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
-                         g.max_bytes, g.device)
+                         g.max_bytes, g.device, tuple(exclude))
 
 
 def env_spec(cfg: Any) -> EnvSpec:
