@@ -45,13 +45,14 @@ NEIGHBORS_DIR = "tactic_neighbors"  # beside config.json in a model folder (opti
 _TACTICS = "tactics.json"
 _SETTINGS = "settings.json"
 _SOURCES = "theorems.json"  # each training state's theorem (`file::name`), for leaving theorems out
+_PREMISES = "premises.json"  # the premises each training tactic names, for instantiation
 
 
 class TacticNeighbors:
     """BM25 over training states, each carrying the tactic its proof applied there."""
 
     def __init__(self, bm25, tactics: list[str], cfg: NeighborsConfig,
-                 sources: list[str] | None = None) -> None:
+                 sources: list[str] | None = None, premises: list[list[str]] | None = None) -> None:
         if cfg.k < 1:
             raise ValueError(f"tactic neighbours need k >= 1, not {cfg.k}")
         if sources is not None and len(sources) != len(tactics):
@@ -59,6 +60,7 @@ class TacticNeighbors:
         self.bm25 = bm25
         self.tactics = tactics
         self.sources = sources
+        self.premises = premises  # per training state: the premises its tactic names (or None)
         self.cfg = cfg
         self.scorer = PostingScorer(bm25)
         self.hidden: np.ndarray | None = None  # training states left out (their theorem is being proved)
@@ -83,6 +85,7 @@ class TacticNeighbors:
         docs: list[list[str]] = []
         tactics: list[str] = []
         sources: list[str] = []
+        premises: list[list[str]] = []
         for thm in theorems:
             if thm.file_path not in corpus.file_index:
                 continue
@@ -92,6 +95,7 @@ class TacticNeighbors:
                     docs.append(lean_tokens(tac.state_before[: cfg.max_query_chars]))
                     tactics.append(tactic)
                     sources.append(f"{thm.file_path}::{thm.full_name}")
+                    premises.append(list(dict.fromkeys(p.full_name for p in tac.premises)))
         if not docs:
             raise ValueError("tactic neighbours: the training theorems have no traced tactic")
         import bm25s  # here: scipy is slow to import and configs import this module
@@ -99,7 +103,7 @@ class TacticNeighbors:
         bm25 = bm25s.BM25()
         bm25.index(docs, show_progress=False)
         log.info("tactic neighbours: indexed %d training states", len(docs))
-        return cls(bm25, tactics, cfg, sources)
+        return cls(bm25, tactics, cfg, sources, premises)
 
     def save(self, model_dir: str | Path) -> Path:
         path = Path(model_dir) / NEIGHBORS_DIR
@@ -108,6 +112,8 @@ class TacticNeighbors:
         (path / _TACTICS).write_text(json.dumps(self.tactics, ensure_ascii=False))
         if self.sources is not None:
             (path / _SOURCES).write_text(json.dumps(self.sources, ensure_ascii=False))
+        if self.premises is not None:
+            (path / _PREMISES).write_text(json.dumps(self.premises, ensure_ascii=False))
         (path / _SETTINGS).write_text(json.dumps(asdict(self.cfg)))
         return path
 
@@ -122,11 +128,17 @@ class TacticNeighbors:
         bm25 = bm25s.BM25.load(str(path), show_progress=False)
         tactics = json.loads((path / _TACTICS).read_text())
         sources = json.loads((path / _SOURCES).read_text()) if (path / _SOURCES).exists() else None
-        return cls(bm25, tactics, NeighborsConfig(**json.loads((path / _SETTINGS).read_text())), sources)
+        premises = json.loads((path / _PREMISES).read_text()) if (path / _PREMISES).exists() else None
+        return cls(bm25, tactics, NeighborsConfig(**json.loads((path / _SETTINGS).read_text())),
+                   sources, premises)
 
     def nearest(self, state: str, k: int | None = None) -> list[tuple[str, float]]:
         """(tactic, BM25 score) of the k (default: the configured k) training states nearest
         to `state`, nearest first, ties to the earlier example; only states sharing a token."""
+        return [(self.tactics[d], score) for d, score in self.nearest_states(state, k)]
+
+    def nearest_states(self, state: str, k: int | None = None) -> list[tuple[int, float]]:
+        """(training state index, BM25 score) of the k nearest, as `nearest`."""
         vocab = self.bm25.vocab_dict
         toks = [t for t in lean_tokens(state[: self.cfg.max_query_chars]) if t in vocab]
         if not toks:
@@ -134,7 +146,7 @@ class TacticNeighbors:
         sim = self.scorer(toks)
         if self.hidden is not None:
             sim = np.where(self.hidden, 0.0, sim)
-        return [(self.tactics[d], float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
+        return [(int(d), float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
 
     def distribution(self, state: str) -> dict[str, float]:
         """P_neighbours(t | state) over the tactics of the k nearest training states (summing

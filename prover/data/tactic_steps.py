@@ -94,7 +94,8 @@ def premise_spans(tac: TracedTactic) -> list[tuple[int, int]] | None:
     return spans
 
 
-def _name_pattern(full_name: str) -> re.Pattern:
+def name_pattern(full_name: str) -> re.Pattern:
+    """A premise's name as a tactic may write it: the full name or any dotted suffix of it."""
     parts = full_name.split(".")
     names = sorted({".".join(parts[i:]) for i in range(len(parts))}, key=len, reverse=True)
     return re.compile(r"(?<![\w'.])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w'])")
@@ -108,7 +109,7 @@ def assign_premises(tac: TracedTactic, targets: list[Tactic],
         for t in targets:
             out.append(tuple(p for p, (s, e) in zip(tac.premises, spans) if t.start <= s and e <= t.end))
         return out
-    patterns = {p.full_name: _name_pattern(p.full_name) for p in tac.premises}
+    patterns = {p.full_name: name_pattern(p.full_name) for p in tac.premises}
     for t in targets:
         # The source text of the span, not the target: `exact ` must not match a premise.
         text = tac.tactic[t.start:t.end]
