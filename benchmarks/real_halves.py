@@ -188,6 +188,29 @@ def markdown(res: dict) -> str:
     return "\n".join(L)
 
 
+def headline(res: dict) -> str:
+    """The README's table of report numbers, from the results JSON (a test checks the README
+    holds exactly this)."""
+    ret, gen, rep = res["retrieval"], res["generator"], res["replay"]
+    comp = {(c["a"], c["b"]): c["ci"] for c in ret["report_comparisons"]}
+    bar = ret["best_no_learning_chosen_on_select"]
+    gcomp = {(c["a"], c["b"], c["metric"]): c["ci"] for c in gen["report_comparisons"]}
+    rows = [
+        ("fusion R@10 †", f"{ret['rows']['fusion']['report']['R@10']} {ret['rows']['fusion']['report']['ci']}"),
+        ("fusion ÷ BM25 (R@10)", str(comp[("fusion", "bm25")])),
+        (f"fusion − {bar} (best no-learning, chosen on select)", str(comp[("fusion", bar)])),
+        ("CFR-conventional − BM25 (R@10)", str(comp[("cfr-conventional", "bm25")])),
+        ("CFR-conventional + CAR − CFR-conventional (R@10)", str(comp[("cfr-conventional+car", "cfr-conventional")])),
+        ("generator EM@8, gold − none †", str(gcomp[("gold", "none", "EM@8")])),
+        ("generator EM@8, fusion − none †", str(gcomp[("fusion", "none", "EM@8")])),
+        ("generator EM@8, shipped (none) − neighbours alone †", str(gcomp[("none", "neighbors", "EM@8")])),
+        ("gold tactic log-likelihood, gold − none (nats) †", str(gcomp[("gold", "none", "gold log-likelihood (nats)")])),
+        ("replay search, fusion − none (points) †", str(rep["report_fusion_minus_none"])),
+    ]
+    return "\n".join(["| on leandojo-real/report | estimate or 95% interval |", "|---|---|"]
+                     + [f"| {a} | {b} |" for a, b in rows]) + "\n"
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     from prover.data.dataset import Dataset

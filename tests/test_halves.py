@@ -32,3 +32,19 @@ def test_halves_load_as_splits_with_half_the_real_tactics_each(data_root):
 def test_a_different_seed_gives_a_different_cut(data_root):
     val = Dataset(data_root / "mathlib-src").theorems("leandojo-real/val")
     assert make_halves(val, SEED)["select"] != make_halves(val, SEED + 1)["select"]
+
+
+def test_readme_report_numbers_are_the_results_files():
+    """The README's table of report numbers is exactly what the committed results JSON renders."""
+    import importlib.util
+
+    from tests.conftest import REPO
+    spec = importlib.util.spec_from_file_location("real_halves", REPO / "benchmarks" / "real_halves.py")
+    real_halves = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real_halves)
+    res = json.loads((REPO / "benchmarks" / "results" / "real-halves-mathlib-src.json").read_text())
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- real-halves:", 1)[1].split("-->", 1)[1].split("<!-- /real-halves -->")[0]
+    assert block.strip() == real_halves.headline(res).strip()
+    # and the table's numbers are the rows' own
+    assert f"| fusion R@10 † | {res['retrieval']['rows']['fusion']['report']['R@10']} " in block
