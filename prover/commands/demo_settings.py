@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.settings import AugmentConfig, InputConfig, ModelConfig, TrainConfig
+from generator.settings import AugmentConfig, InputConfig, ModelConfig, NeighborsConfig, TrainConfig
 from prover.config import ConfigError, DataConfig
 from prover.search.best_first import SearchConfig
 from retriever.settings import CFRConfig, EncoderConfig, PretrainConfig, TokenizerConfig
@@ -55,6 +55,9 @@ class DemoGeneratorConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
         batch_size=16, lr=3e-3, warmup_steps=10, epochs=15, log_every=50, checkpoint_every=10_000,
         eval_every=100_000, eval_examples=16, eval_beams=2))
+    # The tactics of the nearest training states join the model's candidates (kNN-LM), as in
+    # configs/generator/cpu.yaml: on real tactics they carry most of what the generator gets right.
+    neighbors: NeighborsConfig = field(default_factory=lambda: NeighborsConfig(k=20, temperature=3.0, weight=0.5))
 
 
 @dataclass
