@@ -1,0 +1,174 @@
+"""Learning to rank the fusion's candidates: LambdaMART (LightGBM) against today's logistic regression.
+
+Same members for every row, and none of them learned (bm25, usage, locality, neighbors,
+neighbors-tactic), so this measures the ranker and nothing else: the shipped fusion adds
+conventional CFR, whose training this session could not afford. Rows:
+- `logistic, ranks`: today's recipe (retriever/learned_fusion.py) on these members;
+- `logistic, ranks + premise`: the same with what a premise has on its own (same file as the
+  query, log of how often training proofs used it, log of its statement's length, its kind);
+- `lambdamart, ranks + premise`: LightGBM's lambdarank over the same features.
+Every model is fitted on random/val (statement level, as train-fusion fits); LambdaMART's size
+(trees, leaves) is chosen on leandojo-real/select; leandojo-real/report is scored once. Intervals
+resample theorems.
+
+    python benchmarks/ltr_fusion.py
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from prover.data.dataset import Dataset  # noqa: E402
+from prover.data.halves import half_keys  # noqa: E402
+from prover.data.jsonio import write_json  # noqa: E402
+from prover.data.pairs import gold_indices, premise_queries  # noqa: E402
+from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
+from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.learned_fusion import fit_fusion, order, rank_features  # noqa: E402
+
+MEMBERS = ["bm25", "usage", "locality", "neighbors", "neighbors-tactic"]
+DEPTH = 100
+LAMBDAMART_GRID = [(n, leaves) for n in (100, 300) for leaves in (15, 63)]
+
+
+def rankings(cfg, split: str) -> tuple[list[list[list[int]]], list, list[str]]:
+    from retriever.train_fusion import member_rankings
+    ranks, _ = member_rankings(cfg, split)
+    ds = Dataset(cfg.data.root)
+    queries, _ = premise_queries(ds.theorems(split), ds.corpus(), ds.skips)
+    return ranks, queries, [f"{q.file_path}::{q.theorem}" for q in queries]
+
+
+def premise_features(corpus, usage: np.ndarray, cand: np.ndarray, query) -> np.ndarray:
+    kinds = ("theorem", "lemma", "def", "instance", "structure", "class", "inductive", "abbrev")
+    rows = []
+    for i in cand.tolist():
+        p = corpus.premises[i]
+        rows.append([float(p.path == query.file_path), np.log1p(usage[i]), np.log1p(len(p.code)),
+                     *(float(p.kind == k) for k in kinds)])
+    return np.asarray(rows, dtype=np.float64)
+
+
+def examples(ranks, queries, corpus, usage, with_premise: bool):
+    out = []
+    for r, q in zip(ranks, queries):
+        cand, feats = rank_features(r, DEPTH)
+        if with_premise:
+            feats = np.concatenate([feats, premise_features(corpus, usage, cand, q)], axis=1)
+        out.append((cand, feats, np.isin(cand, q.gold), set(q.gold)))
+    return out
+
+
+def recall10(ranked: np.ndarray, gold: set) -> float:
+    return len(gold & set(ranked[:10].tolist())) / len(gold)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="configs/retriever/cpu.yaml")
+    ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    import lightgbm as lgb
+    from omegaconf import OmegaConf
+
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    t0 = time.perf_counter()
+    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
+    OmegaConf.update(cfg, "fusion.members", MEMBERS)
+    OmegaConf.update(cfg, "fusion.max_queries", None)
+    OmegaConf.update(cfg, "fusion.depth", DEPTH)
+    ds = Dataset(args.data)
+    corpus = ds.corpus()
+    usage = np.zeros(len(corpus.premises))
+    for thm in ds.theorems("random/train"):
+        for tac in thm.traced_tactics:
+            for i in gold_indices(tac, corpus):
+                usage[i] += 1
+    fit = rankings(cfg, "random/val")
+    real = rankings(cfg, "leandojo-real/val")
+    halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in real[2]]) for h in ("select", "report")}
+    rank_s = time.perf_counter() - t0
+
+    per = {}  # row -> per-query R@10 on real val
+    fit_rank, fit_full = (examples(*fit[:2], corpus, usage, w) for w in (False, True))
+    real_rank, real_full = (examples(*real[:2], corpus, usage, w) for w in (False, True))
+    for name, train, test in (("logistic, ranks", fit_rank, real_rank),
+                              ("logistic, ranks + premise", fit_full, real_full)):
+        model = fit_fusion([e[1:3] for e in train], MEMBERS, DEPTH, cfg.fusion.l2)
+        per[name] = np.array([recall10(order(c, model.score(f)), g) for c, f, _, g in test])
+    x = np.concatenate([e[1] for e in fit_full])
+    y = np.concatenate([e[2] for e in fit_full]).astype(int)
+    group = [len(e[0]) for e in fit_full]
+    tried = []
+    scores_by = {}
+    for n, leaves in LAMBDAMART_GRID:
+        ranker = lgb.LGBMRanker(objective="lambdarank", n_estimators=n, num_leaves=leaves, learning_rate=0.05,
+                                min_child_samples=20, random_state=0, verbose=-1, n_jobs=2)
+        ranker.fit(x, y, group=group)
+        r = np.array([recall10(order(c, ranker.predict(f)), g) for c, f, _, g in real_full])
+        scores_by[n, leaves] = r
+        tried.append({"trees": n, "leaves": leaves, "select R@10": round(100 * float(r[halves["select"]].mean()), 2)})
+    best = max(tried, key=lambda t: t["select R@10"])
+    per["lambdamart, ranks + premise"] = scores_by[best["trees"], best["leaves"]]
+    for m, name in enumerate(MEMBERS):  # each member alone, for scale
+        per[name] = np.array([recall10(np.asarray(r[m]), set(q.gold)) for r, q in zip(real[0], real[1])])
+
+    rows = {}
+    for half, mask in halves.items():
+        clusters = [t for t, k in zip(real[2], mask) if k]
+        for name, r in per.items():
+            lo, hi = mean_interval(r[mask], clusters=clusters)
+            rows.setdefault(name, {})[half] = {"R@10": round(100 * float(r[mask].mean()), 1),
+                                               "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+    mask = halves["report"]
+    clusters = [t for t, k in zip(real[2], mask) if k]
+    comps = []
+    for a, b in (("logistic, ranks + premise", "logistic, ranks"), ("lambdamart, ranks + premise", "logistic, ranks"),
+                 ("lambdamart, ranks + premise", "logistic, ranks + premise")):
+        d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
+        comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
+    res = {"benchmark": "ltr-fusion", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
+           "machine": machine(), "members": MEMBERS, "depth": DEPTH, "fitted_on": "random/val",
+           "n_fit_queries": len(fit[1]), "n_queries": {h: int(m.sum()) for h, m in halves.items()},
+           "n_theorems": {h: len({t for t, k in zip(real[2], m) if k}) for h, m in halves.items()},
+           "lambdamart_grid": tried, "chosen": best, "rows": rows, "report_comparisons": comps,
+           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
+           "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} (member rankings {round(rank_s)})",
+           "peak_rss_gib": round(peak_rss_gib(), 2)}
+    stem = Path("benchmarks/results") / "ltr-fusion-mathlib-src"
+    write_json(stem.with_suffix(".json"), res)
+    stem.with_suffix(".md").write_text(markdown(res))
+    print(markdown(res))
+
+
+def markdown(res: dict) -> str:
+    b = res["chosen"]
+    L = ["# Learning to rank the fusion's candidates (no-learning members)", "",
+         f"`{res['command']}` at commit {res['git_commit']}; {res['budget']}. Members: {', '.join(res['members'])} "
+         f"(top {res['depth']} each). Every ranker is fitted on random/val ({res['n_fit_queries']} queries). "
+         f"LambdaMART's size chosen on leandojo-real/select ({res['n_queries']['select']} queries of "
+         f"{res['n_theorems']['select']} theorems): {b['trees']} trees of {b['leaves']} leaves. Report: "
+         f"{res['n_queries']['report']} queries of {res['n_theorems']['report']} theorems, scored once. "
+         "Brackets: 95% bootstrap intervals resampling theorems.", "",
+         "| row | select R@10 | report R@10 |", "|---|---|---|"]
+    for name, v in res["rows"].items():
+        L.append(f"| {name} | {v['select']['R@10']} {v['select']['ci']} | {v['report']['R@10']} {v['report']['ci']} |")
+    L += ["", "Paired on report (points):", "", "| a | b | a − b |", "|---|---|---|"]
+    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["report_comparisons"]]
+    L += ["", "LambdaMART sizes tried on select:", "", "| trees | leaves | select R@10 |", "|---|---|---|"]
+    L += [f"| {t['trees']} | {t['leaves']} | {t['select R@10']} |" for t in res["lambdamart_grid"]]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()
