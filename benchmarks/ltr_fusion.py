@@ -39,9 +39,18 @@ DEPTH = 100
 LAMBDAMART_GRID = [(n, leaves) for n in (100, 300) for leaves in (15, 63)]
 
 
-def rankings(cfg, split: str) -> tuple[list[list[list[int]]], list, list[str]]:
+def rankings(cfg, split: str, cache: Path) -> tuple[list[list[list[int]]], list, list[str]]:
+    """The members' rankings of the split's queries (cached: computing them takes minutes)."""
+    import pickle
+
     from retriever.train_fusion import member_rankings
-    ranks, _ = member_rankings(cfg, split)
+    path = cache / f"{split.replace('/', '-')}.pkl"
+    if path.exists():
+        ranks = pickle.loads(path.read_bytes())
+    else:
+        ranks, _ = member_rankings(cfg, split)
+        cache.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(ranks))
     ds = Dataset(cfg.data.root)
     queries, _ = premise_queries(ds.theorems(split), ds.corpus(), ds.skips)
     return ranks, queries, [f"{q.file_path}::{q.theorem}" for q in queries]
@@ -94,8 +103,9 @@ def main() -> None:
         for tac in thm.traced_tactics:
             for i in gold_indices(tac, corpus):
                 usage[i] += 1
-    fit = rankings(cfg, "random/val")
-    real = rankings(cfg, "leandojo-real/val")
+    cache = Path("runs/ltr-fusion")
+    fit = rankings(cfg, "random/val", cache)
+    real = rankings(cfg, "leandojo-real/val", cache)
     halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in real[2]]) for h in ("select", "report")}
     rank_s = time.perf_counter() - t0
 
@@ -112,9 +122,9 @@ def main() -> None:
     tried = []
     scores_by = {}
     for n, leaves in LAMBDAMART_GRID:
-        ranker = lgb.LGBMRanker(objective="lambdarank", n_estimators=n, num_leaves=leaves, learning_rate=0.05,
-                                min_child_samples=20, random_state=0, verbose=-1, n_jobs=2)
-        ranker.fit(x, y, group=group)
+        params = {"objective": "lambdarank", "num_leaves": leaves, "learning_rate": 0.05, "min_data_in_leaf": 20,
+                  "seed": 0, "deterministic": True, "num_threads": 2, "verbose": -1}
+        ranker = lgb.train(params, lgb.Dataset(x, y, group=group), num_boost_round=n)
         r = np.array([recall10(order(c, ranker.predict(f)), g) for c, f, _, g in real_full])
         scores_by[n, leaves] = r
         tried.append({"trees": n, "leaves": leaves, "select R@10": round(100 * float(r[halves["select"]].mean()), 2)})
