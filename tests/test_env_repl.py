@@ -239,3 +239,15 @@ def test_a_file_is_elaborated_once_for_all_its_sorries(data_root, tmp_path):
     with ReplEnv(target, session, patch_file=lambda tactics: b"") as env:
         assert env.initial_state.id == 0
     assert len(sent) == 2
+
+
+def test_a_worker_on_another_node_builds_its_own_repl(monkeypatch, tmp_path):
+    """The driver's built REPL folder is not on every node of a cluster: a worker that does not
+    find it has lean-interact fetch and build one there."""
+    from prover.env import repl_session
+    built = []
+    monkeypatch.setattr(repl_session, "prepare", lambda cfg: built.append(cfg) or ReplConfig(repl_path="/node/repl"))
+    here = ReplConfig(repl_path=str(tmp_path))
+    assert repl_session.on_this_node(here) is here and built == []
+    moved = repl_session.on_this_node(ReplConfig(repl_path=str(tmp_path / "driver-only")))
+    assert moved.repl_path == "/node/repl" and built[0].repl_path is None

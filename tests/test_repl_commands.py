@@ -93,7 +93,7 @@ def test_benchmark_cli_writes_results_and_resumes(fake_lean, tmp_path, capsys):
 
 def test_leandojo_refused_on_current_lean(fake_lean, capsys):
     from prover.cli import main
-    code = main(["benchmark", "--theorems", "minif2f", "--env", "leandojo",
+    code = main(["benchmark", "--theorems", "minif2f", "--env", "leandojo", "--out", str(fake_lean / "o"),
                  f"theorems.minif2f_path={fake_lean / 'minif2f.json'}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "LeanDojo#211" in err[0] and "v4.24.0" in err[0]
@@ -101,11 +101,12 @@ def test_leandojo_refused_on_current_lean(fake_lean, capsys):
 
 def test_too_many_repl_workers_refused(fake_lean, capsys):
     from prover.cli import main
-    code = main(["benchmark", "--theorems", "minif2f", "--env", "repl", "--workers", "64",
+    code = main(["benchmark", "--theorems", "minif2f", "--env", "repl", "--workers", "64", "--out", str(fake_lean / "o"),
                  f"theorems.minif2f_path={fake_lean / 'minif2f.json'}", f"env.repl.project={fake_lean / 'project'}",
                  f"env.repl.repl_path={fake_lean / 'repl'}", "env.repl.memory_gb=8"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "64 workers" in err[0] and "512 GiB needed" in err[0]
+    assert not (fake_lean / "o").exists()  # refused before anything was written
 
 
 def test_env_choice():

@@ -118,6 +118,16 @@ def prepare(cfg: ReplConfig) -> ReplConfig:
     return replace(cfg, repl_path=li_cfg.cache_repl_dir)
 
 
+def on_this_node(cfg: ReplConfig) -> ReplConfig:
+    """`cfg` with a REPL checkout present on this machine. The driver builds the REPL once
+    (`prepare`); a Ray worker on another node of a cluster does not see that folder, so it
+    fetches and builds its own there, once per node (lean-interact holds a file lock)."""
+    if cfg.repl_path and Path(cfg.repl_path).expanduser().is_dir():
+        return cfg
+    log.warning("repl: %s is not on this node; building the REPL here", cfg.repl_path)
+    return prepare(replace(cfg, repl_path=None))
+
+
 class ReplSession:
     """A Lean REPL process and the headers elaborated in it (each once, reused by env id)."""
 

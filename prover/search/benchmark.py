@@ -152,6 +152,8 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     search = as_object(cfg.search)
     batching: BatchingConfig = as_object(cfg.batching)
     env: EnvSpec = env_spec(cfg)
+    if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
+        memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
     tasks = load_tasks(cfg.theorems)
     name = run_name(cfg)
     run_dir = Path(cfg.out_dir) / name
@@ -170,8 +172,6 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
             trace_ahead({(t.theorem.url, t.theorem.commit) for t in todo}, env.leandojo.build_deps,
                         progress=cfg.progress)
         if cfg.env.name == ENV_REPL:
-            if actors.resolve_address(cfg.ray.address) == "local":  # a cluster places workers by memory
-                memory_check(cfg.ray.num_workers, env.repl)
             env = replace(env, repl=prepare(env.repl))  # the REPL is built here once, not per worker
         session.ensure()
         fleet = None

@@ -20,7 +20,7 @@ from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.env.lean_version import ENV_AUTO
 from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
 from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
-from prover.env.repl_session import ReplConfig, ReplSession
+from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
 
@@ -70,8 +70,9 @@ class EnvSpec:
     repl: ReplConfig = field(default_factory=ReplConfig)
 
     def session(self) -> ReplSession | None:
-        """What one worker keeps across theorems: its Lean REPL (started on first use)."""
-        return ReplSession(self.repl) if self.name == ENV_REPL else None
+        """What one worker keeps across theorems: its Lean REPL (started on first use), from a
+        REPL checkout on the worker's own node."""
+        return ReplSession(on_this_node(self.repl)) if self.name == ENV_REPL else None
 
     def make(self, theorem: Theorem, target: ReplTarget | None = None,
              session: ReplSession | None = None) -> ProofEnv:
