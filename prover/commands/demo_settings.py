@@ -57,7 +57,7 @@ class DemoGeneratorConfig:
         eval_every=100_000, eval_examples=16, eval_beams=2))
     # The tactics of the nearest training states join the model's candidates (kNN-LM), as in
     # configs/generator/cpu.yaml: on real tactics they carry most of what the generator gets right.
-    neighbors: NeighborsConfig = field(default_factory=lambda: NeighborsConfig(k=20, temperature=3.0, weight=0.5))
+    neighbors: NeighborsConfig = field(default_factory=lambda: NeighborsConfig(k=50, temperature=3.0, weight=0.5))
 
 
 @dataclass
@@ -67,8 +67,9 @@ class DemoSearchConfig:
     theorems: int = 10
     retriever: str = TRAINED_RETRIEVER  # premises for the generator's input
     k: int = 3  # premises retrieved per state
+    # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam.
     search: SearchConfig = field(default_factory=lambda: SearchConfig(
-        num_tactics=8, max_expansions=20, timeout_s=30.0))
+        num_tactics=24, max_expansions=20, timeout_s=30.0))
     workers: int = 2
 
 
