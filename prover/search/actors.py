@@ -28,8 +28,9 @@ from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
 from prover.search.batching import BatchingConfig, DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
-from prover.search.components import EnvSpec, require_env
+from prover.search.components import require_env
 from prover.search.results import make_record
+from prover.search.settings import EnvSettings
 from prover.search.sources import Suggested
 from prover.search.theorems import ProofTask
 
@@ -110,7 +111,7 @@ class ActorTactics:
 class ProverWorker:
     """Runs searches one theorem at a time, each in an environment of its own."""
 
-    def __init__(self, worker_id: str, env: EnvSpec, search: SearchConfig, retriever_name: str,
+    def __init__(self, worker_id: str, env: EnvSettings, search: SearchConfig, retriever_name: str,
                  premises: Any, tactics: Any) -> None:
         """`premises`: a RetrieverActor handle, or a spec to build a private copy from;
         `tactics`: a GeneratorActor handle."""
@@ -245,7 +246,7 @@ def _quiet_get(ref: Any, timeout: float = 30.0) -> Any:
         return None
 
 
-def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSpec,
+def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSettings,
                 search: SearchConfig, batching: BatchingConfig, run: str) -> Fleet:
     """Start the model actors and `cfg.num_workers` ProverWorkers (`cfg` is a RayConfig);
     waits until every actor is up, so a model that fails to load fails here."""

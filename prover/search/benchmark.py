@@ -24,11 +24,11 @@ from prover.env.base import ENV_LEANDOJO, ENV_REPL
 from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.search.batching import BatchingConfig
-from prover.search.components import (EnvSpec, env_spec, generator_spec, require_env,
+from prover.search.components import (env_spec, generator_spec, require_env,
                                       resolve_env, retriever_spec)
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
-from prover.search.settings import as_object, resume_settings, run_name
+from prover.search.settings import EnvSettings, as_object, resume_settings, run_name
 from prover.search.theorems import ProofTask, load_tasks
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
@@ -151,7 +151,7 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     require_env(cfg.env.name)
     search = as_object(cfg.search)
     batching: BatchingConfig = as_object(cfg.batching)
-    env: EnvSpec = env_spec(cfg)
+    env: EnvSettings = env_spec(cfg)
     if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
         memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
     tasks = load_tasks(cfg.theorems)

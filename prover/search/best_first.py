@@ -42,7 +42,9 @@ PROVED, FAILED, ERROR = "proved", "failed", "error"
 
 @dataclass
 class SearchConfig:
-    num_tactics: int = 64  # tactics generated per expansion
+    # Tactics tried per expansion, best first (the generator's candidate count is
+    # generator.num_samples, by default this).
+    num_tactics: int = 64
     max_expansions: int | None = None  # node budget (None: time only)
     # Time budget per theorem, counted from when the environment is open: start-up (tracing,
     # elaborating the file) has its own limit in the env's settings.

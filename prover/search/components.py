@@ -2,7 +2,7 @@
 
 A spec is small and picklable; `build()` loads the corpus, the retriever or the generator in
 the process that will use it, so a model is never shipped between processes and a worker that
-only runs searches never loads one. `EnvSpec.make(theorem)` opens nothing: the search opens and
+only runs searches never loads one. `EnvSettings.make(theorem)` opens nothing: the search opens and
 closes the env it is handed.
 """
 from __future__ import annotations
@@ -18,10 +18,8 @@ from omegaconf import OmegaConf
 from prover.data.theorem import Theorem
 from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.env.lean_version import ENV_AUTO
-from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv, lean_toolchain_available
-from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
-from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
-from prover.env.replay import ReplayConfig, ReplayEnv
+from prover.env.leandojo_env import lean_toolchain_available
+from prover.search.settings import EnvSettings
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
 
 log = logging.getLogger(__name__)
@@ -60,34 +58,6 @@ def require_env(name: str) -> None:
             "was found on this machine. Install elan (https://github.com/leanprover/elan) to prove "
             "theorems in Lean, or use --env replay to exercise search, Ray and fault handling on "
             "traced proofs (a simulator: its proof rate is not pass@1).")
-
-
-@dataclass
-class EnvSpec:
-    name: str = ENV_LEANDOJO
-    replay: ReplayConfig = field(default_factory=ReplayConfig)
-    leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
-    repl: ReplConfig = field(default_factory=ReplConfig)
-
-    def session(self) -> ReplSession | None:
-        """What one worker keeps across theorems: its Lean REPL (started on first use), from a
-        REPL checkout on the worker's own node."""
-        return ReplSession(on_this_node(self.repl)) if self.name == ENV_REPL else None
-
-    def make(self, theorem: Theorem, target: ReplTarget | None = None,
-             session: ReplSession | None = None) -> ProofEnv:
-        """The env for one theorem. The REPL env needs the worker's `session`, and opens
-        `target` (MiniF2F's header and statement), or else the theorem as its source file in
-        `repl.project` has it (a LeanDojo record)."""
-        if self.name == ENV_REPLAY:
-            return ReplayEnv(theorem, self.replay)
-        if self.name == ENV_LEANDOJO:
-            return LeanDojoEnv(theorem, self.leandojo)
-        if self.name == ENV_REPL:
-            if session is None:
-                raise ValueError("the repl env runs on a worker's ReplSession: pass session=")
-            return ReplEnv(target or target_from_source(theorem, self.repl.project), session)
-        raise ValueError(f"unknown env {self.name!r}: expected one of {', '.join(ENVS)}")
 
 
 @dataclass
@@ -164,11 +134,10 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
 
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
     g = cfg.generator
-    return GeneratorSpec(g.model, cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
+    return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
                          g.max_bytes, g.device, tuple(exclude))
 
 
-def env_spec(cfg: Any) -> EnvSpec:
-    e = cfg.env
-    as_obj = (lambda n: OmegaConf.to_object(n)) if OmegaConf.is_config(e) else (lambda n: n)
-    return EnvSpec(e.name, as_obj(e.replay), as_obj(e.leandojo), as_obj(e.repl))
+def env_spec(cfg: Any) -> EnvSettings:
+    """The benchmark config's `env` section as its dataclass: what workers open envs from."""
+    return OmegaConf.to_object(cfg.env) if OmegaConf.is_config(cfg.env) else cfg.env

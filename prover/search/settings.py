@@ -6,9 +6,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from prover.env.leandojo_env import LeanDojoConfig
-from prover.env.repl_session import ReplConfig
-from prover.env.replay import ReplayConfig
+from prover.data.theorem import Theorem
+from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
+from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv
+from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
+from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
+from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
 from retriever.bm25 import BM25Config
@@ -44,6 +47,10 @@ class RetrievalSettings:
 @dataclass
 class GeneratorSettings:
     model: str | None = None  # trained generator folder (…/generator/model)
+    # Candidates the generator returns per state (beam width or samples); null: as many as
+    # search.num_tactics, the tactics an expansion tries. More candidates than tries lets the
+    # neighbours' tactics and the beam's compete for the tries.
+    num_samples: int | None = None
     method: str = "beam"  # beam | sampling
     temperature: float = 1.0
     batch_size: int = 16  # states per forward pass
@@ -60,6 +67,27 @@ class EnvSettings:
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     leandojo: LeanDojoConfig = field(default_factory=LeanDojoConfig)
     repl: ReplConfig = field(default_factory=ReplConfig)
+
+    def session(self) -> ReplSession | None:
+        """What one worker keeps across theorems: its Lean REPL (started on first use), from a
+        REPL checkout on the worker's own node."""
+        return ReplSession(on_this_node(self.repl)) if self.name == ENV_REPL else None
+
+    def make(self, theorem: Theorem, target: ReplTarget | None = None,
+             session: ReplSession | None = None) -> ProofEnv:
+        """The env for one theorem (opens nothing: the search opens and closes it). The REPL env
+        needs the worker's `session`, and opens `target` (MiniF2F's header and statement), or
+        else the theorem as its source file in `repl.project` has it (a LeanDojo record)."""
+        if self.name == ENV_REPLAY:
+            return ReplayEnv(theorem, self.replay)
+        if self.name == ENV_LEANDOJO:
+            return LeanDojoEnv(theorem, self.leandojo)
+        if self.name == ENV_REPL:
+            if session is None:
+                raise ValueError("the repl env runs on a worker's ReplSession: pass session=")
+            return ReplEnv(target or target_from_source(theorem, self.repl.project), session)
+        raise ValueError(f"env {self.name!r} cannot open a theorem: expected leandojo, repl or replay "
+                         f"(auto is settled first, from the Lean version)")
 
 
 @dataclass
