@@ -266,9 +266,12 @@ def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSett
                                          **common).remote(generator_spec, batching)
                   for _ in range(cfg.num_generators)]
     premises = retriever if retriever is not None else retriever_spec
-    # A REPL worker asks Ray for its REPL's memory, so a cluster places no more of them on a
-    # node than fit (a REPL that imported Mathlib holds several GiB).
-    memory = int(env.repl.memory_gb * 2**30) if env.name == ENV_REPL else None
+    # On a cluster a REPL worker asks Ray for its REPL's memory, so no node gets more of them
+    # than fit (a REPL that imported Mathlib holds several GiB). A local run was checked against
+    # the machine's memory before it started; there Ray's own memory resource (a share of what
+    # is free) could leave a worker waiting forever.
+    remote = resolve_address(cfg.address) != "local"
+    memory = int(env.repl.memory_gb * 2**30) if env.name == ENV_REPL and remote else None
     workers = [ProverWorker.options(num_cpus=cfg.worker_cpus, max_restarts=0, memory=memory).remote(
         f"{run}/worker-{i}", env, search, retriever_spec.name, premises, generators[i % len(generators)])
         for i in range(cfg.num_workers)]
