@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.config import RetrievalBenchmarkConfig, load_config, to_plain
+from prover.config import load_config, to_plain
+
+from retriever.settings import RetrievalBenchmarkConfig
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries

@@ -14,7 +14,8 @@ import argparse
 import sys
 
 from prover.utils.logs import setup_logging
-from prover.config import RetrievalBenchmarkConfig, load_config
+from prover.config import load_config
+from retriever.settings import RetrievalBenchmarkConfig
 from prover.utils.runinfo import require_clean_tree
 from retriever.benchmark import run_retrieval_benchmark
 from retriever.evaluate import markdown_table

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prover.config import DataConfig, RetrieverConfig
+from prover.config import DataConfig
+
+from retriever.settings import RetrieverConfig
 
 
 @dataclass

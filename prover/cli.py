@@ -96,10 +96,10 @@ def _cmd_generator_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_trace(args: argparse.Namespace) -> int:
-    from prover.data.trace import TraceArgumentError, TraceUnavailableError, trace_repo
+    from prover.tracing.leandojo import TraceArgumentError, TraceUnavailableError, trace_repo
     try:
         if args.backend == "repl":
-            from prover.data.trace_repl import trace_project
+            from prover.tracing.repl import trace_project
             meta = trace_project(args.repo, args.out, commit=args.commit, corpus=args.corpus,
                                  n_val=args.n_val, n_test=args.n_test, seed=args.seed)
         elif args.commit is None or args.corpus is not None:

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import OmegaConf
 
 from prover.data.demo import DEMO
-from retriever.bm25 import BM25Config
 
 DEMO_DATA = DEMO  # built on first use; see prover.data.demo
 
@@ -26,52 +25,6 @@ class DataConfig:
     max_state_chars: int = 50_000
     # raise: the first bad record stops the run with its location; skip: count and go on.
     on_error: str = "raise"
-
-
-@dataclass
-class RetrieverConfig:
-    name: str = "bm25"
-    bm25: BM25Config = field(default_factory=BM25Config)
-    # Trained retrievers (cfr, cfr+car, reprover, hybrid) are read from the run folder of a
-    # retriever training config (configs/retriever/*.yaml); run_dir overrides the one it names.
-    models: str | None = None
-    run_dir: str | None = None
-    device: str = "auto"
-    # key=value overrides of that training config's inference settings, e.g. ["car.k1=20"].
-    model_overrides: list[str] = field(default_factory=list)
-    # The `usage` baseline counts the proofs of this training split (under data.root); None:
-    # the evaluated split's strategy's train split, else random/train (retriever/registry.py).
-    usage_split: str | None = None  # (`neighbors` counts the same proofs)
-    seed: int = 0  # the `random` baseline's seed
-    neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/neighbors.py)
-
-
-@dataclass
-class EvalConfig:
-    ks: list[int] = field(default_factory=lambda: [1, 5, 10, 20, 50])
-    rankings_k: int = 100  # premises kept per query in the rankings file; MRR is over these
-    batch_size: int = 64
-    out_dir: str = "runs/eval"
-
-
-@dataclass
-class RetrievalEvalConfig:
-    data: DataConfig = field(default_factory=DataConfig)
-    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-
-
-@dataclass
-class RetrievalBenchmarkConfig:
-    data: DataConfig = field(default_factory=DataConfig)
-    retrievers: list[str] = field(default_factory=lambda: ["bm25-plain", "bm25"])
-    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    results_dir: str = "benchmarks/results"
-    # Appended to the results file name, so two model sizes on one split keep separate files.
-    results_tag: str = ""
-    latency_queries: int = 100  # queries timed one at a time for p50/p95
-    robustness: bool = True  # re-evaluate with shuffled / 20%-dropped hypotheses
 
 
 class ConfigError(ValueError):

@@ -7,7 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from prover.config import RetrievalBenchmarkConfig, load_config
+from prover.config import load_config
+
+from retriever.settings import RetrievalBenchmarkConfig
 from retriever.bootstrap import mean_interval, paired_intervals, resampled_means
 
 

@@ -452,7 +452,7 @@ def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encode
 
 def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, mini_root):
     from conftest import benchmark_script
-    from prover.config import RetrievalBenchmarkConfig
+    from retriever.settings import RetrievalBenchmarkConfig
     from prover.data.pairs import premise_queries
     from retriever.evaluate import evaluate
     car_fusion = benchmark_script("car_fusion")

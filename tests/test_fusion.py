@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from prover.config import RetrievalBenchmarkConfig
+from retriever.settings import RetrievalBenchmarkConfig
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError

@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from prover.config import RetrievalBenchmarkConfig, load_config
+from prover.config import load_config
+
+from retriever.settings import RetrievalBenchmarkConfig
 from prover.utils.runinfo import DIRTY_TREE_ERROR, require_clean_tree
 from retriever import benchmark
 

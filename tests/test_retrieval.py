@@ -7,7 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from prover.config import DEMO_DATA, RetrievalBenchmarkConfig, load_config
+from prover.config import DEMO_DATA, load_config
+
+from retriever.settings import RetrievalBenchmarkConfig
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from retriever.base import TheoremContext, top_k

@@ -12,7 +12,7 @@ import pytest
 from lean_dojo import Pos
 
 from prover.cli import main
-from prover.data import trace
+from prover.tracing import leandojo as trace
 from prover.data.dataset import Dataset
 from prover.env import leandojo_env
 

@@ -25,7 +25,8 @@ from omegaconf import OmegaConf
 from conftest import REPO
 from prover.cli import build_parser
 from prover.commands.serve import serve_config
-from prover.config import RetrieverConfig, load_config
+from prover.config import load_config
+from retriever.settings import RetrieverConfig
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from prover.serve.app import create_app

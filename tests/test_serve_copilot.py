@@ -26,7 +26,8 @@ from omegaconf import OmegaConf
 
 from generator.inputs import format_input
 from generator.model import TacticGenerator
-from prover.config import RetrieverConfig, load_config
+from prover.config import load_config
+from retriever.settings import RetrieverConfig
 from prover.data.corpus import module_name
 from prover.data.dataset import Dataset
 from prover.serve.app import create_app

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from prover.cli import main
-from prover.data import trace_repl
+from prover.tracing import repl as trace_repl
 from prover.data.corpus import Corpus
 from prover.data.lean_decls import Declaration, LeanFile
 from prover.data.theorem import load_theorems
-from prover.data.trace_repl import (
+from prover.tracing.repl import (
     NO_GOALS, PremiseIndex, annotate, file_records, fix_indentation, parse_steps, premise_index,
     proof_steps, trace_project_repl,
 )
@@ -222,7 +222,7 @@ def test_failures_are_recorded_and_the_run_goes_on(tmp_path):
 def test_a_repl_that_answers_nothing_stops_the_run(tmp_path):
     """The first files all raise (the REPL does not start, the project is not built): the run
     stops there with one error instead of failing every file for hours."""
-    from prover.data.trace import TraceUnavailableError
+    from prover.tracing.leandojo import TraceUnavailableError
     root = project(tmp_path, {f"F{i}.lean": f"theorem t{i} : True := trivial\n" for i in range(5)})
     repl = FakeRepl(root, {f"F{i}.lean": ChildProcessError("lake: unknown executable repl") for i in range(5)})
     with pytest.raises(TraceUnavailableError, match="answered none of the first 3 files .*F2.lean: "

@@ -106,7 +106,7 @@ def _train_retriever(cfg: Any, out: Path) -> Path:
 
 
 def _retrieval(cfg: Any, out: Path, retriever_yaml: Path, command: str) -> dict:
-    from prover.config import RetrievalBenchmarkConfig
+    from retriever.settings import RetrievalBenchmarkConfig
     from retriever.benchmark import run_retrieval_benchmark
     bench = OmegaConf.merge(OmegaConf.structured(RetrievalBenchmarkConfig), {
         "data": cfg.data, "retrievers": list(cfg.retrievers), "results_dir": str(out / "retrieval"),

@@ -5,7 +5,9 @@ import logging
 import time
 from pathlib import Path
 
-from prover.config import RetrievalEvalConfig, load_config, to_plain
+from prover.config import load_config, to_plain
+
+from retriever.settings import RetrievalEvalConfig
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries

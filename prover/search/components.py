@@ -78,7 +78,7 @@ class RetrieverSpec:
         if not self.corpus:
             raise ValueError(f"retriever {self.name} needs a corpus: set retriever.corpus "
                              f"(or --corpus) to a dataset folder")
-        from prover.config import RetrieverConfig
+        from retriever.settings import RetrieverConfig
         from prover.data.dataset import Dataset
         from retriever.registry import build_retriever
         corpus = Dataset(self.corpus).corpus()

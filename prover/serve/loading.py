@@ -66,7 +66,7 @@ def load_corpus(corpus_dir: str | Path) -> Corpus:
 
 def _registry_cfg(cfg: Any, run_dir: Path | None) -> Any:
     """The `retriever:` section the registry reads, as a typed node (bm25 settings included)."""
-    from prover.config import RetrieverConfig
+    from retriever.settings import RetrieverConfig
     section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {
         "models": cfg.models, "run_dir": str(run_dir) if run_dir else None, "device": cfg.device})
     return OmegaConf.create({"retriever": section})

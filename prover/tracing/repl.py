@@ -635,7 +635,7 @@ class _Run:
 
 def _run_files(project: Path, files: list[LeanFile], run_file: RunFile, index: PremiseIndex,
                origin: tuple[str, str], run: _Run, progress: bool) -> None:
-    from prover.data.trace import TraceUnavailableError
+    from prover.tracing.leandojo import TraceUnavailableError
     from prover.utils.progress import progress_bar
     answered = 0
     with progress_bar(files, desc="REPL trace", unit="file", disable=not progress) as bar:
@@ -759,7 +759,7 @@ def load_corpus(path: str | Path) -> Corpus:
 def open_runner(project: Path, settings: Any = None) -> Iterator[RunFile]:
     """The real REPL: `prover.env.repl_session.open_file_runner` (imported only here), with
     `settings` its `ReplConfig` (None: its defaults)."""
-    from prover.data.trace import TraceUnavailableError
+    from prover.tracing.leandojo import TraceUnavailableError
     from prover.env import leandojo_env
     try:
         from prover.env.repl_session import open_file_runner
@@ -773,7 +773,7 @@ def open_runner(project: Path, settings: Any = None) -> Iterator[RunFile]:
 
 
 def check_project(project: str | Path) -> Path:
-    from prover.data.trace import TraceArgumentError
+    from prover.tracing.leandojo import TraceArgumentError
     path = Path(project).expanduser()
     if not path.is_dir():
         raise TraceArgumentError(f"PROJECT {project}: not a folder (--backend repl traces a local Lean project)")
@@ -786,7 +786,7 @@ def trace_project(project: str | Path, out: str | Path, *, commit: str | None = 
                   corpus: str | Path | None = None, n_val: float = 0.02, n_test: float = 0.02,
                   seed: int = 3407, settings: Any = None, say: Callable[[str], None] = print) -> dict:
     """`prover data trace PROJECT --backend repl`: check the arguments, open the REPL, trace."""
-    from prover.data.trace import check_out
+    from prover.tracing.leandojo import check_out
     path, out_path = check_project(project), check_out(out)
     url, commit = project_origin(path, url, commit)
     library = load_corpus(corpus) if corpus else None  # before the REPL starts: a bad path fails now
