@@ -27,6 +27,7 @@ from prover.tracing.repl import (
     proof_steps, trace_project_repl,
 )
 from tests.conftest import DATA_ROOT, REPO, require, write_jsonl
+from tests.fake_repl.replay_repl import read_objects
 
 REPL = DATA_ROOT / "lean-repl"
 
@@ -34,15 +35,7 @@ REPL = DATA_ROOT / "lean-repl"
 def answers(name: str, version: str = "v4.24.0") -> list[dict]:
     """The real REPL's answers of one transcript, in order (JSON objects separated by blank
     lines; some hold raw control characters, which the REPL's reader accepts)."""
-    text = require(REPL / version / "test" / f"{name}.expected.out").read_text(encoding="utf-8")
-    dec, out, i = json.JSONDecoder(strict=False), [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return out
-        obj, i = dec.raw_decode(text, i)
-        out.append(obj)
+    return read_objects(require(REPL / version / "test" / f"{name}.expected.out").read_text(encoding="utf-8"))
 
 
 def requests(name: str, version: str = "v4.24.0") -> list[dict]:
