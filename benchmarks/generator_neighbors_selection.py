@@ -1,9 +1,13 @@
-"""Choosing the tactic neighbours' settings on real tactics the generator benchmark does not score.
+"""Choosing the tactic neighbours' settings on real tactics of theorems no reported number uses.
 
-    python benchmarks/generator_neighbors_selection.py --config configs/generator/benchmark_real.yaml
+    python benchmarks/generator_neighbors_selection.py --config configs/generator/benchmark_real.yaml \
+        [--select-split leandojo-real/select]
 
-The generator benchmark scores a fixed seeded subset of the split's traced tactics
-(`max_examples`, `seed`); this script takes the others (for leandojo-real/val, 330 of 730). For
+Settings are chosen on every traced tactic of `--select-split` (default leandojo-real/select,
+the half of real val that choices are made on: prover/data/halves.py); numbers are reported on
+the other half, leandojo-real/report. Earlier runs (the committed results) chose on the tactics
+of real val that the generator benchmark's seeded subset did not score, which share theorems
+with it; `--select-split none` reproduces that. For
 each: the model's own candidates (beam 8 and its tactic pool, no premises) and the tactics of
 the 50 training states nearest to the state, all scored once by the model. Then every setting of
 the grid (k, temperature, weight) ranks the union of the model's candidates and the k nearest
@@ -97,6 +101,9 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/generator/benchmark_real.yaml")
+    p.add_argument("--select-split", default="leandojo-real/select",
+                   help="the split whose tactics settings are chosen on; none: the config's split less "
+                        "the tactics its benchmark scores (how the committed results were made)")
     p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs (marked)")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
@@ -106,9 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
-    theorems = ds.theorems(cfg.data.split)
-    scored = {e.key for e in eval_examples(theorems, corpus, cfg.max_examples, cfg.seed)}
-    examples = [e for e in eval_examples(theorems, corpus, 0) if e.key not in scored]
+    if args.select_split != "none":
+        cfg.data.split = args.select_split
+        examples = eval_examples(ds.theorems(args.select_split), corpus, 0)
+        scored: set[str] = set()
+    else:
+        theorems = ds.theorems(cfg.data.split)
+        scored = {e.key for e in eval_examples(theorems, corpus, cfg.max_examples, cfg.seed)}
+        examples = [e for e in eval_examples(theorems, corpus, 0) if e.key not in scored]
     gen = TacticGenerator.load(cfg.model)
     nearest, pool = gen.neighbors, gen.pool
     if nearest is None:
@@ -127,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def em(hits: list[int]) -> dict:
         v = np.asarray(hits, dtype=np.float64)
-        return {"em": round(float(v.mean()), 6), "ci": [round(x, 6) for x in mean_interval(v)]}
+        theorems = [e.key.rsplit("#", 1)[0] for e in examples]  # intervals resample theorems
+        return {"em": round(float(v.mean()), 6), "ci": [round(x, 6) for x in mean_interval(v, clusters=theorems)]}
 
     grid = []
     for k, temp, w in itertools.product(KS, TEMPERATURES, WEIGHTS):
