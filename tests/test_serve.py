@@ -30,7 +30,7 @@ from retriever.settings import RetrieverConfig
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from prover.serve.app import create_app
-from prover.serve.batching import Batcher
+from prover.utils.batching import Batcher
 from prover.serve.errors import StateTooLong
 from prover.serve.loading import load
 from prover.serve.server import BackgroundServer

@@ -31,7 +31,7 @@ from retriever.settings import RetrieverConfig
 from prover.data.corpus import module_name
 from prover.data.dataset import Dataset
 from prover.serve.app import create_app
-from prover.serve.batching import Batcher, QueueFull
+from prover.utils.batching import Batcher, QueueFull
 from prover.serve.server import BackgroundServer
 from prover.serve.service import SearchService
 from prover.serve.settings import ServeConfig

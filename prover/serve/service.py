@@ -21,7 +21,7 @@ from typing import Any
 
 from prover.data.errors import DataError, UserInputError
 from prover.data.premise import Premise
-from prover.serve.batching import Batcher, QueueFull
+from prover.utils.batching import Batcher, QueueFull
 from prover.serve.context import ResolvedContext, context_fits, resolve_context
 from prover.serve.errors import (BadRequest, Conflict, Forbidden, NotFound, Overloaded, ServiceError,
                                  StateTooLong)

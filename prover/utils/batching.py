@@ -1,10 +1,17 @@
 """One model thread; requests that queue while it is busy run together as the next batch.
 
-A retriever embeds a batch of states in little more time than one, but a search engine gets
-one state per request. All model calls go through one worker thread, so concurrent HTTP
-requests never run the model at once (on a small machine, parallel forward passes only fight
-over the cores), and what queued up for the same retriever meanwhile becomes one batch. With
-`max_wait_s = 0` a lone request never waits for company: batching costs latency only when asked.
+The one batcher of the project: the premise search service's HTTP requests
+(prover/serve/service.py) and the proof search's Ray actors (prover/search/batching.py, an
+asyncio face on it) both go through it. A retriever embeds a batch of states in little more time
+than one, but a search engine or a search worker sends one state per request. All model calls go
+through one worker thread, so concurrent requests never run the model at once (on a small
+machine, parallel forward passes only fight over the cores), and what queued up for the same
+model meanwhile becomes one batch. With `max_wait_s = 0` a lone request never waits for
+company: batching costs latency only when asked.
+
+A job may weigh more than one (`weight_of`: a request of several states); a batch holds jobs
+whose weights sum to at most the batch size, in their order, and a job heavier than the room
+left waits for the next batch (one heavier than the batch size is a batch by itself).
 
 Jobs carry a key (which model, and what it is asked); a batch holds one key, and other keys
 keep their place. A key may have its own batch size, and a caller may bound how many jobs of
@@ -49,8 +56,10 @@ class Batcher:
 
     def __init__(self, run: Callable[[Hashable, list[Any]], Sequence[Any]], max_batch_size: int = 32,
                  max_wait_s: float = 0.0, name: str = "serve-model",
-                 batch_size_of: Callable[[Hashable], int | None] | None = None) -> None:
-        """`batch_size_of(key)`, when given and not None for a key, is that key's batch size."""
+                 batch_size_of: Callable[[Hashable], int | None] | None = None,
+                 weight_of: Callable[[Any], int] | None = None) -> None:
+        """`batch_size_of(key)`, when given and not None for a key, is that key's batch size;
+        `weight_of(item)` what a job counts toward it (default 1)."""
         if max_batch_size <= 0:
             raise ValueError(f"max_batch_size must be positive, not {max_batch_size}")
         if max_wait_s < 0:
@@ -59,6 +68,7 @@ class Batcher:
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.batch_size_of = batch_size_of
+        self.weight_of = weight_of or (lambda item: 1)
         self.batches = 0
         self.items = 0
         self.largest = 0
@@ -113,6 +123,9 @@ class Batcher:
     def _same_key(self, key: Hashable) -> int:
         return sum(1 for j in self._jobs if j.key == key)
 
+    def _same_key_weight(self, key: Hashable) -> int:
+        return sum(self.weight_of(j.item) for j in self._jobs if j.key == key)
+
     def _take(self) -> list[_Job] | None:
         with self._cond:
             while not self._jobs and not self._closed:
@@ -122,15 +135,22 @@ class Batcher:
             key = self._jobs[0].key
             size = self.batch_size(key)
             deadline = time.monotonic() + self.max_wait_s
-            while not self._closed and self._same_key(key) < size:
+            while not self._closed and self._same_key_weight(key) < size:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
             batch: list[_Job] = []
             rest: deque[_Job] = deque()
+            room, full = size, False
             for job in self._jobs:
-                (batch if job.key == key and len(batch) < size else rest).append(job)
+                w = self.weight_of(job.item)
+                if job.key == key and not full and (not batch or w <= room):
+                    batch.append(job)
+                    room -= w
+                else:
+                    full = full or job.key == key  # jobs of this key keep their order
+                    rest.append(job)
             self._jobs = rest
             return batch
 
