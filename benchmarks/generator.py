@@ -276,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     if not cfg.pool:
         gen.pool = []
     nearest = gen.neighbors  # the `neighbors` baseline uses them whether or not the model rows do
+    held_out = None
+    if nearest is not None:
+        # The evaluated theorems' own training states never vote (a novel_premises/test theorem is
+        # in random/train). An index made before states kept their theorem cannot leave them out.
+        try:
+            held_out = nearest.exclude({f"{e.file_path}::{e.theorem}" for e in examples})
+        except ValueError as e:
+            log.warning("tactic neighbours: %s", e)
     if not cfg.neighbors:
         gen.neighbors = None
     summary_path = Path(cfg.model).parent / "summary.json"
@@ -285,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
               "pool_size": len(gen.pool),
               "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None else None,
+              "neighbors_states_held_out": held_out,  # None: the index could not leave any out
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
               "n_with_gold": sum(bool(e.gold) for e in examples), "rows": [], "absent": {},
