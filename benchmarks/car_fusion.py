@@ -30,9 +30,9 @@ from prover.data.pairs import premise_queries
 from prover.data.premise import Premise
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import machine, require_clean_tree
-from retriever.benchmark import results_stem
-from retriever.car import CARScorer, RerankRetriever
-from retriever.evaluate import evaluate
+from retriever.evaluation.benchmark import results_stem
+from retriever.models.car import CARScorer, RerankRetriever
+from retriever.evaluation.evaluate import evaluate
 from retriever.registry import build_retriever
 
 log = logging.getLogger("car_fusion")

@@ -26,7 +26,7 @@ from prover.config import load_config, to_plain
 from prover.data.jsonio import write_json
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import git_commit, machine, require_clean_tree
-from retriever.bootstrap import mean_interval, paired_intervals
+from retriever.evaluation.bootstrap import mean_interval, paired_intervals
 from retriever.settings import RetrieverTrainConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     require_clean_tree(args.allow_dirty)
     overrides = [f"run_dir={args.run_dir}"] if args.run_dir else []
     cfg = load_config(RetrieverTrainConfig, args.config, overrides)
-    from retriever.learned_fusion import fit_fusion, order
+    from retriever.models.learned_fusion import fit_fusion, order
     fit_on = fit_split(args.split)
     chosen = list(cfg.fusion.members)
     sets = member_sets(chosen)

@@ -28,7 +28,7 @@ from prover.config import load_config, to_plain
 from prover.data.jsonio import write_json
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import git_commit, machine, require_clean_tree
-from retriever.bootstrap import paired_intervals
+from retriever.evaluation.bootstrap import paired_intervals
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger("fusion_selection")
@@ -53,7 +53,7 @@ SPLITS = ("random/val", SCORED)
 
 def rankings(cfg, split: str, members: list[str], cache: Path):
     """Per member, per query, its top-depth corpus indices (cached); and the gold sets."""
-    from retriever.train_fusion import member_rankings
+    from retriever.training.train_fusion import member_rankings
     path = cache / f"{split.replace('/', '-')}.pkl"
     have = pickle.loads(path.read_bytes()) if path.exists() else {"members": {}, "gold": None}
     for m in members:
@@ -83,7 +83,7 @@ def rankings(cfg, split: str, members: list[str], cache: Path):
 def examples(d: dict, members: list[str], depth: int) -> list[tuple]:
     """Per query of cached rankings `d`: the members' candidates, their features, which are
     gold, and the gold set."""
-    from retriever.learned_fusion import rank_features
+    from retriever.models.learned_fusion import rank_features
     out = []
     for q, gold in enumerate(d["gold"]):
         cand, feats = rank_features([d["members"][m][q] for m in members], depth)
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     require_clean_tree(args.allow_dirty)
     overrides = [f"run_dir={args.run_dir}"] if args.run_dir else []
     cfg = load_config(RetrieverTrainConfig, args.config, overrides)
-    from retriever.learned_fusion import fit_fusion, order
+    from retriever.models.learned_fusion import fit_fusion, order
     cache = Path(cfg.run_dir) / "fusion-selection"
     all_members = sorted({m for s in MEMBER_SETS for m in s} | {f"neighbors-{k}" for k in NEIGHBOR_KS[1:]})
     t0 = time.perf_counter()

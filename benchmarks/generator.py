@@ -46,7 +46,7 @@ from prover.data.tactic_steps import tactic_level  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
 from prover.utils.runinfo import (machine, peak_rss_gib, provenance_lines, require_clean_tree,  # noqa: E402
                                   row_provenance)
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
 from retriever.registry import build_retriever, missing_training  # noqa: E402
 
 log = logging.getLogger("benchmark.generator")

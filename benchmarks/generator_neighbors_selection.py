@@ -43,7 +43,7 @@ from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
 from prover.utils.progress import progress_bar  # noqa: E402
 from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
-from retriever.bootstrap import mean_interval  # noqa: E402
+from retriever.evaluation.bootstrap import mean_interval  # noqa: E402
 
 log = logging.getLogger("benchmark.generator_neighbors_selection")
 

@@ -32,7 +32,7 @@ from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
 from prover.data.tactic_steps import tactic_level  # noqa: E402
 from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
 
 N = 8  # EM@8, as the generator benchmark
 NEIGHBOR_GRID = [(20, 3.0), (50, 3.0), (50, 10.0)]  # (k, temperature)

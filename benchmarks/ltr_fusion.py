@@ -3,7 +3,7 @@
 Same members for every row, and none of them learned (bm25, usage, locality, neighbors,
 neighbors-tactic), so this measures the ranker and nothing else: the shipped fusion adds
 conventional CFR, whose training this session could not afford. Rows:
-- `logistic, ranks`: today's recipe (retriever/learned_fusion.py) on these members;
+- `logistic, ranks`: today's recipe (retriever/models/learned_fusion.py) on these members;
 - `logistic, ranks + premise`: the same with what a premise has on its own (same file as the
   query, log of how often training proofs used it, log of its statement's length, its kind);
 - `lambdamart, ranks + premise`: LightGBM's lambdarank over the same features.
@@ -31,8 +31,8 @@ from prover.data.halves import half_keys  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
 from prover.data.pairs import gold_indices, premise_queries  # noqa: E402
 from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
-from retriever.learned_fusion import fit_fusion, order, rank_features  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.models.learned_fusion import fit_fusion, order, rank_features  # noqa: E402
 
 MEMBERS = ["bm25", "usage", "locality", "neighbors", "neighbors-tactic"]
 DEPTH = 100
@@ -43,7 +43,7 @@ def rankings(cfg, split: str, cache: Path) -> tuple[list[list[list[int]]], list,
     """The members' rankings of the split's queries (cached: computing them takes minutes)."""
     import pickle
 
-    from retriever.train_fusion import member_rankings
+    from retriever.training.train_fusion import member_rankings
     path = cache / f"{split.replace('/', '-')}.pkl"
     if path.exists():
         ranks = pickle.loads(path.read_bytes())
@@ -132,7 +132,7 @@ def main() -> None:
     per["lambdamart, ranks + premise"] = scores_by[best["trees"], best["leaves"]]
     # The shipped fusion: these members plus conventional CFR, the same logistic regression fitted
     # on random/val (its committed rankings): against `logistic, ranks` it is CFR's part in it.
-    from retriever.evaluate import per_query_from_rankings
+    from retriever.evaluation.evaluate import per_query_from_rankings
     shipped = Path("benchmarks/results/rankings/retrieval-mathlib-src-leandojo-real-val-cpu-fusion.jsonl.gz")
     keys, values = per_query_from_rankings(shipped)
     if [(q.theorem, q.tactic_index) for q in real[1]] == keys:

@@ -30,8 +30,8 @@ from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
-from retriever.benchmark import results_stem
-from retriever.cfr import CFRRetriever
+from retriever.evaluation.benchmark import results_stem
+from retriever.models.cfr import CFRRetriever
 from retriever.registry import build_retriever
 
 log = logging.getLogger("masked_search")

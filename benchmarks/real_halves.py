@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prover.data.halves import HALVES_FILE, half_keys  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.runinfo import git_commit, machine  # noqa: E402
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
-from retriever.evaluate import per_query_from_rankings  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.evaluation.evaluate import per_query_from_rankings  # noqa: E402
 
 RESULTS = Path("benchmarks/results")
 RETRIEVAL = "retrieval-mathlib-src-leandojo-real-val-cpu"

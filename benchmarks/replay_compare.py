@@ -22,7 +22,7 @@ import numpy as np
 
 from prover.data.jsonio import write_json
 from prover.utils.runinfo import require_clean_tree
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
 
 
 def at_commit(path: Path, rev: str) -> dict:

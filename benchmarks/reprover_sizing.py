@@ -26,9 +26,9 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import git_commit, machine, require_clean_tree
-from retriever.reprover import ByteEncoder, premise_text, similarity_loss
+from retriever.models.reprover import ByteEncoder, premise_text, similarity_loss
 from retriever.settings import ReProverConfig
-from retriever.train_reprover import make_batch, training_examples
+from retriever.training.train_reprover import make_batch, training_examples
 
 BUDGET_CPU_SECONDS = 45 * 60
 # (d_model, d_ff, num_layers, num_heads, max_state_len, max_premise_len): cpu.yaml's earlier

@@ -17,8 +17,8 @@ from prover.utils.logs import setup_logging
 from prover.config import load_config
 from retriever.settings import RetrievalBenchmarkConfig
 from prover.utils.runinfo import require_clean_tree
-from retriever.benchmark import run_retrieval_benchmark
-from retriever.evaluate import markdown_table
+from retriever.evaluation.benchmark import run_retrieval_benchmark
+from retriever.evaluation.evaluate import markdown_table
 
 
 def main(argv: list[str] | None = None) -> int:

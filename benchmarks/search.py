@@ -53,9 +53,9 @@ def ensure_tiny_models(models: Path, mini: Path) -> dict:
     ret_dir = models / "ret"
     if not (ret_dir / "cfr" / "index").exists():
         from prover.data.dataset import Dataset
-        from retriever.pretrain import pretrain
+        from retriever.training.pretrain import pretrain
         from retriever.settings import RetrieverTrainConfig
-        from retriever.train_cfr import train_cfr
+        from retriever.training.train_cfr import train_cfr
         from retriever.registry import build_retriever
         log.info("training the tiny CFR (once) into %s", ret_dir)
         cfg = load_config(RetrieverTrainConfig, str(REPO / "configs/retriever/tiny.yaml"), [

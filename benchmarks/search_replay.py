@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             session.close()
 
     comparisons = add_intervals(rows, proved, [r for r in retrievers if r in proved])
-    from retriever.bootstrap import N_RESAMPLES, SEED
+    from retriever.evaluation.bootstrap import N_RESAMPLES, SEED
     summary = Path(cfg.generator.model or "").parent / "summary.json"
     training = load_json(summary) if cfg.generator.model and summary.exists() else None
     if training:

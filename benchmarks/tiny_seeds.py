@@ -28,12 +28,12 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
 from prover.utils.runinfo import git_commit, machine
-from retriever.evaluate import evaluate
-from retriever.pretrain import pretrain
+from retriever.evaluation.evaluate import evaluate
+from retriever.training.pretrain import pretrain
 from retriever.registry import build_retriever
 from retriever.settings import RetrieverTrainConfig
-from retriever.train_car import train_car
-from retriever.train_cfr import train_cfr, untrained_retriever
+from retriever.training.train_car import train_car
+from retriever.training.train_cfr import train_cfr, untrained_retriever
 
 log = logging.getLogger("tiny_seeds")
 REPO = Path(__file__).resolve().parents[1]

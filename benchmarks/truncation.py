@@ -20,9 +20,9 @@ from prover.data.pairs import premise_queries
 from prover.data.premise import GOAL_TOKEN
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
-from retriever.car import truncate_pair
-from retriever.text import format_state, premise_text
-from retriever.tokenizer import load_tokenizer
+from retriever.models.car import truncate_pair
+from retriever.models.text import format_state, premise_text
+from retriever.models.tokenizer import load_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 

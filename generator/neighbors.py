@@ -36,8 +36,8 @@ from prover.data.theorem import Theorem
 from generator.inputs import normalize_tactic
 from generator.settings import NeighborsConfig
 from retriever.base import top_k
-from retriever.bm25 import PostingScorer
-from retriever.lean_tokens import lean_tokens
+from retriever.baselines.bm25 import PostingScorer
+from retriever.baselines.lean_tokens import lean_tokens
 
 log = logging.getLogger(__name__)
 

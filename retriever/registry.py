@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from prover.data.corpus import Corpus
 from prover.data.errors import UserInputError
 from retriever.base import Retriever
-from retriever.bm25 import BM25Config, BM25Retriever
+from retriever.baselines.bm25 import BM25Config, BM25Retriever
 
 
 def _bm25_cfg(cfg: Any) -> BM25Config:
@@ -35,12 +35,12 @@ def _bm25_plain(corpus: Corpus, cfg: Any) -> Retriever:
 
 
 def _locality(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.baselines import LocalityRetriever
+    from retriever.baselines.priors import LocalityRetriever
     return LocalityRetriever(corpus)
 
 
 def _random(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.baselines import RandomRetriever
+    from retriever.baselines.priors import RandomRetriever
     seed = OmegaConf.select(cfg, "retriever.seed", default=0) if cfg is not None else 0
     return RandomRetriever(corpus, int(seed))
 
@@ -92,7 +92,7 @@ def training_theorems(cfg: Any, who: str) -> list:
 
 
 def _usage_from(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
-    from retriever.baselines import UsageRetriever
+    from retriever.baselines.priors import UsageRetriever
     return UsageRetriever(corpus, theorems, locality)
 
 
@@ -101,7 +101,7 @@ def _neighbors_from(tactic_level: bool) -> Callable[..., Retriever]:
     of prover/data/tactic_steps.py: one document per top-level tactic and per `have`/`show`/
     `suffices`/`calc` goal the source states, each with the premises of its own text."""
     def build(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
-        from retriever.neighbors import NeighborUsageRetriever
+        from retriever.baselines.neighbors import NeighborUsageRetriever
         k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
         if tactic_level:
             from prover.data.tactic_steps import tactic_level as split_tactics
@@ -132,7 +132,7 @@ def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retrie
     """The registered retrievers `names`, for a fusion: the members that count training proofs
     share one loaded split (parsing it takes seconds per member), and every member that orders
     by locality shares one locality order (its per-file orders are computed once)."""
-    from retriever.baselines import LocalityRetriever
+    from retriever.baselines.priors import LocalityRetriever
     theorems = None
     locality = LocalityRetriever(corpus) if any(m in _FROM_TRAINING or m == "locality" for m in names) else None
     out = []
@@ -152,7 +152,7 @@ def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
     """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
     HybridRetriever is already a generic RRF over any members, so it is reused as is."""
     def build(corpus: Corpus, cfg: Any) -> Retriever:
-        from retriever.hybrid import HybridRetriever
+        from retriever.baselines.hybrid import HybridRetriever
         return HybridRetriever(build_members(members, corpus, cfg), name="+".join(members))
     return build
 
@@ -195,7 +195,7 @@ _CFR_STAGES = {"cfr": ("a trained CFR", ""),
 def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
     """The stages of the run folder of training config `tc` (pretrain, then train-cfr, then
     index and train-car; train-reprover alone), named as in `_NEEDS`."""
-    from retriever.train_car import car_run_dir
+    from retriever.training.train_car import car_run_dir
     run = Path(tc.run_dir)
     pretrain = _Stage("a pre-trained encoder", run / "pretrain" / "model", "pretrain")
     out = {"pretrain": pretrain}
@@ -249,7 +249,7 @@ def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
     index_file = ""
     if index:
         # Imported only here: importing faiss costs a second.
-        from retriever.faiss_index import INDEX_FILE
+        from retriever.models.faiss_index import INDEX_FILE
         index_file = INDEX_FILE
         needs += [f"{n}/index" for n in needs if n in _CFR_STAGES]
     stages = _stages(tc, index_file)
@@ -294,8 +294,8 @@ def require_trained(name: str, cfg: Any, index: bool = False, hint: str | None =
 
 def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     def build(corpus: Corpus, cfg: Any) -> Retriever:
-        from retriever.cfr import CFRRetriever
-        from retriever.train_cfr import cfr_config
+        from retriever.models.cfr import CFRRetriever
+        from retriever.training.train_cfr import cfr_config
         sub = "cfr" if similarity == "fine" else "cfr-conventional"
         require_trained(sub, cfg)
         tc = training_config(cfg)
@@ -311,8 +311,8 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
     first stage's scores by `car.first_stage_weight` (weight None) or in CAR's order alone
     (weight 0)."""
     def build(corpus: Corpus, cfg: Any) -> Retriever:
-        from retriever.car import RerankRetriever
-        from retriever.train_car import car_run_dir
+        from retriever.models.car import RerankRetriever
+        from retriever.training.train_car import car_run_dir
         from prover.utils.training import pick_device
         require_trained(f"{first_stage}+car", cfg)
         tc = training_config(cfg)
@@ -330,21 +330,21 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
 
 
 def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.reprover import build_reprover
+    from retriever.models.reprover import build_reprover
     require_trained("reprover", cfg)
     return build_reprover(corpus, training_config(cfg))
 
 
 def _learned_fusion(corpus: Corpus, cfg: Any) -> Retriever:
     """The fusion ranker fitted by `prover retriever train-fusion`, over the members it was fitted with."""
-    from retriever.learned_fusion import FusionModel, LearnedFusionRetriever
+    from retriever.models.learned_fusion import FusionModel, LearnedFusionRetriever
     require_trained("fusion", cfg)
     model = FusionModel.load(Path(training_config(cfg).run_dir) / "fusion" / "model.json")
     return LearnedFusionRetriever(build_members(model.members, corpus, cfg), model)
 
 
 def _hybrid(corpus: Corpus, cfg: Any) -> Retriever:
-    from retriever.hybrid import HybridRetriever
+    from retriever.baselines.hybrid import HybridRetriever
     require_trained("hybrid", cfg)  # before BM25 indexes the corpus for nothing
     return HybridRetriever([_bm25(corpus, cfg), _cfr("fine")(corpus, cfg)])
 
@@ -362,7 +362,7 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "hybrid": _hybrid,
     # Learned weights over the ranks of BM25, the priors, neighbours and CFR (train-fusion).
     "fusion": _learned_fusion,
-    # Nothing learned: the floor of every table (retriever/baselines.py).
+    # Nothing learned: the floor of every table (retriever/baselines/priors.py).
     "locality": _locality,
     "usage": _from_training("usage"),
     "random": _random,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prover.config import DataConfig
-from retriever.bm25 import BM25Config
+from retriever.baselines.bm25 import BM25Config
 
 
 @dataclass
@@ -165,7 +165,7 @@ class ReProverConfig:
 
 @dataclass
 class FusionConfig:
-    """The `fusion` ranker: a logistic regression over its members' ranks (retriever/learned_fusion.py)."""
+    """The `fusion` ranker: a logistic regression over its members' ranks (retriever/models/learned_fusion.py)."""
 
     # Registered retrievers whose top `depth` are the candidates; trained ones come from this run.
     members: list[str] = field(default_factory=lambda: [
@@ -210,7 +210,7 @@ class RetrieverConfig:
     # the evaluated split's strategy's train split, else random/train (retriever/registry.py).
     usage_split: str | None = None  # (`neighbors` counts the same proofs)
     seed: int = 0  # the `random` baseline's seed
-    neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/neighbors.py)
+    neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/baselines/neighbors.py)
 
 
 @dataclass

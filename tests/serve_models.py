@@ -15,12 +15,12 @@ from conftest import REPO
 from prover.commands.train_cfr import run_index
 from prover.config import load_config
 from prover.data.dataset import Dataset
-from retriever.car import CARScorer
-from retriever.cfr import CFREncoder
+from retriever.models.car import CARScorer
+from retriever.models.cfr import CFREncoder
 from retriever.settings import RetrieverTrainConfig
-from retriever.text import premise_text
-from retriever.tokenizer import train_tokenizer
-from retriever.train_cfr import cfr_config
+from retriever.models.text import premise_text
+from retriever.models.tokenizer import train_tokenizer
+from retriever.training.train_cfr import cfr_config
 
 TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
 

@@ -13,8 +13,8 @@ from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from prover.data.pairs import gold_indices, premise_queries
 from retriever.base import TheoremContext
-from retriever.baselines import LocalityRetriever, RandomRetriever, usage_counts
-from retriever.hybrid import HybridRetriever, rrf_fuse
+from retriever.baselines.priors import LocalityRetriever, RandomRetriever, usage_counts
+from retriever.baselines.hybrid import HybridRetriever, rrf_fuse
 from retriever.registry import build_retriever, missing_training
 from tests.conftest import TINY_CORPUS, tactic, theorem_record, write_json, write_jsonl
 
@@ -132,7 +132,7 @@ def test_rrf_fusion_of_baselines_by_hand(tiny_corpus_path):
 
 
 def test_fusions_are_registered_untrained_rows(tiny_dataset):
-    from retriever.benchmark import TRAINED_BY
+    from retriever.evaluation.benchmark import TRAINED_BY
     corpus = Corpus.load(tiny_dataset / "corpus.jsonl")
     cfg = _cfg(tiny_dataset, "random/test")
     for name, members in (("bm25+locality", ["bm25", "locality"]), ("bm25+usage", ["bm25", "usage"]),
@@ -228,7 +228,7 @@ def test_training_gold_indices_match_counted_uses(mini):
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
 def test_posting_scorer_counts_repeated_tokens_once_each_and_matches_bm25s(method):
     import bm25s
-    from retriever.bm25 import PostingScorer
+    from retriever.baselines.bm25 import PostingScorer
     docs = [["a", "b"], ["b", "c", "c"], ["d"], ["a", "a", "c"]]
     model = bm25s.BM25(method=method)
     model.index(docs, show_progress=False)

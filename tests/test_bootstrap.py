@@ -10,7 +10,7 @@ import pytest
 from prover.config import load_config
 
 from retriever.settings import RetrievalBenchmarkConfig
-from retriever.bootstrap import mean_interval, paired_intervals, resampled_means
+from retriever.evaluation.bootstrap import mean_interval, paired_intervals, resampled_means
 
 
 def test_identical_rows_differ_by_exactly_zero_and_have_ratio_one():
@@ -61,8 +61,8 @@ def test_paired_rows_must_have_equal_shapes():
 
 
 def test_benchmark_rows_get_intervals_and_comparisons_also_when_resumed(tmp_path, monkeypatch):
-    from retriever import benchmark
-    from retriever.evaluate import per_query_from_rankings
+    from retriever.evaluation import benchmark
+    from retriever.evaluation.evaluate import per_query_from_rankings
     cfg = load_config(RetrievalBenchmarkConfig, None,
                       [f"results_dir={tmp_path}", "retrievers=[bm25,locality,bm25+locality]",
                        "latency_queries=2", "robustness=false"])
@@ -96,7 +96,7 @@ def test_benchmark_rows_get_intervals_and_comparisons_also_when_resumed(tmp_path
 
 
 def test_old_rows_without_intervals_still_render():
-    from retriever.evaluate import comparison_table, markdown_table
+    from retriever.evaluation.evaluate import comparison_table, markdown_table
     row = {"retriever": "bm25", "metrics": {"R@10": 0.3, "MRR": 0.25}}
     assert "| bm25 | " in markdown_table([row]) and "[" not in markdown_table([row])
     assert comparison_table([row]) == ""

@@ -12,19 +12,19 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-import retriever.train_car as train_car_module
+import retriever.training.train_car as train_car_module
 from prover.commands.train_car import run_train_car
 from prover.config import load_config
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from prover.data.pairs import state_premise_pairs
 from retriever.base import RankedPremise, Retriever, TheoremContext
-from retriever.bm25 import BM25Retriever
-from retriever.car import CARScorer, RerankRetriever, car_loss, truncate_pair
+from retriever.baselines.bm25 import BM25Retriever
+from retriever.models.car import CARScorer, RerankRetriever, car_loss, truncate_pair
 from retriever.settings import RetrieverTrainConfig
-from retriever.text import format_state, premise_text
-from retriever.tokenizer import train_tokenizer
-from retriever.train_car import CARData, car_run_dir, group_loss, mine_hard_negatives, train_car
+from retriever.models.text import format_state, premise_text
+from retriever.models.tokenizer import train_tokenizer
+from retriever.training.train_car import CARData, car_run_dir, group_loss, mine_hard_negatives, train_car
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
@@ -403,9 +403,9 @@ def test_car_folder_is_named_for_its_first_stage():
 
 
 def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, encoder, tmp_path):
-    from retriever.cfr import CFREncoder
+    from retriever.models.cfr import CFREncoder
     from retriever.registry import build_retriever
-    from retriever.train_cfr import cfr_config
+    from retriever.training.train_cfr import cfr_config
     corpus = mini[0]
     run = tmp_path / "run"
     cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
@@ -454,7 +454,7 @@ def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, m
     from conftest import benchmark_script
     from retriever.settings import RetrievalBenchmarkConfig
     from prover.data.pairs import premise_queries
-    from retriever.evaluate import evaluate
+    from retriever.evaluation.evaluate import evaluate
     car_fusion = benchmark_script("car_fusion")
 
     class PairCounter(FakeScorer):

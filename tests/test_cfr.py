@@ -28,14 +28,14 @@ from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.pairs import state_premise_pairs
 from retriever.base import TheoremContext, top_k
-from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
-from retriever.faiss_index import PremiseIndex, StaleIndexError, corpus_fingerprint
+from retriever.models.cfr import CFREncoder, CFRRetriever, model_fingerprint
+from retriever.models.faiss_index import PremiseIndex, StaleIndexError, corpus_fingerprint
 from retriever.registry import build_retriever
 from retriever.settings import CFRConfig, RetrieverTrainConfig
 from prover.data.premise import GOAL_TOKEN
-from retriever.text import format_state, premise_args_text, premise_goal_text, premise_text
-from retriever.tokenizer import train_tokenizer
-from retriever.train_cfr import cfr_run_dir, info_nce, init_path, make_batch, train_cfr
+from retriever.models.text import format_state, premise_args_text, premise_goal_text, premise_text
+from retriever.models.tokenizer import train_tokenizer
+from retriever.training.train_cfr import cfr_run_dir, info_nce, init_path, make_batch, train_cfr
 from prover.utils.training import Budget
 
 

@@ -6,7 +6,7 @@ import torch
 
 from prover.data.pairs import PremiseQuery
 from retriever.base import RankedPremise, Retriever
-from retriever.cost import retriever_cost
+from retriever.evaluation.cost import retriever_cost
 
 
 class LinearRetriever(Retriever):

@@ -16,7 +16,7 @@ from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from prover.data.pairs import premise_queries
 from retriever.base import TheoremContext
-from retriever.learned_fusion import FusionModel, LearnedFusionRetriever, fit_fusion, order, rank_features
+from retriever.models.learned_fusion import FusionModel, LearnedFusionRetriever, fit_fusion, order, rank_features
 from retriever.registry import build_retriever, missing_training
 from tests.conftest import REPO, tactic, theorem_record, write_json
 

@@ -13,7 +13,7 @@ from generator.neighbors import TacticNeighbors
 from generator.settings import NeighborsConfig
 from prover.data.dataset import Dataset
 from prover.search.components import RetrieverSpec, retriever_spec
-from retriever.baselines import usage_counts
+from retriever.baselines.priors import usage_counts
 from tests.test_generator_neighbors import LIST, RING, SUBST, _theorem
 
 

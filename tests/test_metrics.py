@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from retriever.metrics import (
+from retriever.evaluation.metrics import (
     GRADED_SAME_MODULE,
     KS,
     Judgement,

@@ -5,7 +5,7 @@ import random
 
 from prover.data.pairs import PremiseQuery
 from prover.data.state import parse_state
-from retriever.robustness import drop_hypotheses, perturbed_queries, shuffle_hypotheses
+from retriever.evaluation.robustness import drop_hypotheses, perturbed_queries, shuffle_hypotheses
 
 BIG = "\n".join(f"h{i} : P{i}" for i in range(20)) + "\n⊢ Q"
 TWO_CASES = "case left\na b : ℕ\nh : a ≤ b\n⊢ a ≤ b + 1\n\ncase right\nc : ℕ\n⊢ c = c"

@@ -15,11 +15,11 @@ from transformers import BertForMaskedLM, BertModel, PreTrainedTokenizerFast
 from conftest import DATA_ROOT, REPO, require
 from prover.config import load_config
 from prover.data.dataset import Dataset
-from retriever.pretrain import (MLMBatches, build_model, corpus_texts, epoch_batches,
+from retriever.training.pretrain import (MLMBatches, build_model, corpus_texts, epoch_batches,
                                 mlm_eval_loss, mlm_loss, pretrain, split_eval, tokenized_corpus)
 from retriever.settings import RetrieverTrainConfig
-from retriever.text import format_state, premise_text
-from retriever.tokenizer import train_tokenizer
+from retriever.models.text import format_state, premise_text
+from retriever.models.tokenizer import train_tokenizer
 from prover.utils.training import set_seed
 
 MAX_STEPS = 40

@@ -9,7 +9,7 @@ from prover.config import load_config
 
 from retriever.settings import RetrievalBenchmarkConfig
 from prover.utils.runinfo import DIRTY_TREE_ERROR, require_clean_tree
-from retriever import benchmark
+from retriever.evaluation import benchmark
 
 STEM = "retrieval-demo_data-random-test"
 
@@ -144,7 +144,7 @@ def test_every_committed_results_file_still_renders():
 
 def test_a_row_inside_its_warm_up_is_marked_and_compared_with_nothing(tmp_path, monkeypatch):
     import numpy as np
-    from retriever.evaluate import under_trained
+    from retriever.evaluation.evaluate import under_trained
     short = {"retriever": "reprover", "training": {"reprover": {"steps": 74, "warmup_steps": 100}}}
     done = {"retriever": "cfr", "training": {"pretrain": {"steps": 500, "config": {"pretrain": {"warmup_steps": 200}}}}}
     assert under_trained(short) == "reprover: 74 steps, warm-up 100"

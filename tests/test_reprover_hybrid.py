@@ -18,13 +18,13 @@ from prover.data.dataset import Dataset
 from prover.data.pairs import PremiseQuery, premise_queries
 from prover.data.premise import Premise
 from retriever.base import RankedPremise, Retriever, ScoringRetriever, TheoremContext, top_k
-from retriever.bm25 import BM25Retriever
-from retriever.hybrid import HybridRetriever, rrf_fuse
-from retriever.reprover import (ByteEncoder, ReProverRetriever, build_reprover, corpus_fingerprint,
+from retriever.baselines.bm25 import BM25Retriever
+from retriever.baselines.hybrid import HybridRetriever, rrf_fuse
+from retriever.models.reprover import (ByteEncoder, ReProverRetriever, build_reprover, corpus_fingerprint,
                                 label_matrix, load_tokenizer, premise_text, sample_negatives,
                                 similarity_loss)
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
-from retriever.train_reprover import make_batch
+from retriever.training.train_reprover import make_batch
 
 TINY = ReProverConfig(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
                       max_state_len=128, max_premise_len=64, encode_batch_size=16)

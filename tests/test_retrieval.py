@@ -13,10 +13,10 @@ from retriever.settings import RetrievalBenchmarkConfig
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from retriever.base import TheoremContext, top_k
-from retriever.bm25 import BM25Config, BM25Retriever
-from retriever.evaluate import evaluate, judge
-from retriever.lean_tokens import lean_tokens, plain_tokens
-from retriever.metrics import Judgement, query_metrics
+from retriever.baselines.bm25 import BM25Config, BM25Retriever
+from retriever.evaluation.evaluate import evaluate, judge
+from retriever.baselines.lean_tokens import lean_tokens, plain_tokens
+from retriever.evaluation.metrics import Judgement, query_metrics
 from retriever.registry import build_retriever
 
 
@@ -107,7 +107,7 @@ def test_judgement_counts_accessible_same_module_premises(demo):
 
 
 def test_benchmark_resumes_rows_already_written(tmp_path, monkeypatch):
-    from retriever import benchmark
+    from retriever.evaluation import benchmark
     cfg = load_config(RetrievalBenchmarkConfig, None,
                       [f"results_dir={tmp_path}", "retrievers=[bm25-plain,bm25]", "latency_queries=3"])
     first = benchmark.run_retrieval_benchmark(cfg)
@@ -136,7 +136,7 @@ def test_benchmark_resumes_rows_already_written(tmp_path, monkeypatch):
 
 
 def test_training_table_states_each_stage_and_why_it_stopped():
-    from retriever.evaluate import training_table
+    from retriever.evaluation.evaluate import training_table
     rows = [{"retriever": "cfr+car", "training": {
         "pretrain": {"steps": 10, "seconds": 120.0, "cpu_seconds": 60.0, "done": False,
                      "stopped_by": "budget"},
@@ -153,7 +153,7 @@ def test_training_table_states_each_stage_and_why_it_stopped():
 
 def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair():
     from conftest import REPO as repo, benchmark_script
-    from retriever.benchmark import TRAINED_BY
+    from retriever.evaluation.benchmark import TRAINED_BY
     from retriever.registry import REGISTRY
     pipeline = benchmark_script("retriever_pipeline")
     assert pipeline.stages_for(str(repo / "configs/retriever/small.yaml"))["train-car"][1] == ["train-cfr"]

@@ -18,12 +18,12 @@ from conftest import REPO, benchmark_script
 from prover.config import load_config
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
-from retriever.evaluate import evaluate
-from retriever.pretrain import pretrain
+from retriever.evaluation.evaluate import evaluate
+from retriever.training.pretrain import pretrain
 from retriever.registry import build_retriever
 from retriever.settings import RetrieverTrainConfig
-from retriever.train_car import train_car
-from retriever.train_cfr import train_cfr, untrained_retriever
+from retriever.training.train_car import train_car
+from retriever.training.train_cfr import train_cfr, untrained_retriever
 
 
 @pytest.fixture(scope="module")

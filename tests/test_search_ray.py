@@ -36,9 +36,9 @@ def tiny_models(tmp_path_factory, mini_root, one_thread):
     search machinery is under test, not what so little training learns."""
     from generator.settings import GeneratorTrainConfig
     from generator.train import train_generator
-    from retriever.pretrain import pretrain
+    from retriever.training.pretrain import pretrain
     from retriever.settings import RetrieverTrainConfig
-    from retriever.train_cfr import train_cfr
+    from retriever.training.train_cfr import train_cfr
     root = tmp_path_factory.mktemp("search-models")
     gen = load_config(GeneratorTrainConfig, str(REPO / "configs/generator/tiny.yaml"), [
         f"run_dir={root / 'gen'}", f"data.root={mini_root}", "train.max_steps=4",

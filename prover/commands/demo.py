@@ -92,9 +92,9 @@ def _quiet_stages() -> Iterator[None]:
 
 def _train_retriever(cfg: Any, out: Path) -> Path:
     """Tokenizer, MLM pre-training and CFR; returns the training config the retrievers load."""
-    from retriever.pretrain import pretrain
+    from retriever.training.pretrain import pretrain
     from retriever.settings import RetrieverTrainConfig
-    from retriever.train_cfr import train_cfr
+    from retriever.training.train_cfr import train_cfr
     train_cfg = OmegaConf.merge(OmegaConf.structured(RetrieverTrainConfig), {
         "data": cfg.data, "run_dir": str(out / "retriever"), "seed": cfg.seed, "device": "cpu",
         **OmegaConf.to_container(cfg.retriever)})
@@ -107,7 +107,7 @@ def _train_retriever(cfg: Any, out: Path) -> Path:
 
 def _retrieval(cfg: Any, out: Path, retriever_yaml: Path, command: str) -> dict:
     from retriever.settings import RetrievalBenchmarkConfig
-    from retriever.benchmark import run_retrieval_benchmark
+    from retriever.evaluation.benchmark import run_retrieval_benchmark
     bench = OmegaConf.merge(OmegaConf.structured(RetrievalBenchmarkConfig), {
         "data": cfg.data, "retrievers": list(cfg.retrievers), "results_dir": str(out / "retrieval"),
         "retriever": {"models": str(retriever_yaml), "device": "cpu"},

@@ -10,7 +10,7 @@ from retriever.settings import RetrieverTrainConfig
 def run_pretrain(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
     # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
-    from retriever.pretrain import pretrain
+    from retriever.training.pretrain import pretrain
     model_dir = pretrain(cfg)
     summary = json.loads((model_dir.parent / "summary.json").read_text(encoding="utf-8"))
 

@@ -12,7 +12,7 @@ from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.runinfo import git_commit, machine
-from retriever.evaluate import evaluate, latency, markdown_table
+from retriever.evaluation.evaluate import evaluate, latency, markdown_table
 from retriever.registry import build_retriever, require_trained
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ def run_train_car(config: str | None, overrides: list[str], first_stage_name: st
     # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
     from prover.data.dataset import Dataset
     from retriever.registry import build_retriever
-    from retriever.train_car import train_car
+    from retriever.training.train_car import train_car
     first_stage_name = first_stage_name or cfg.car.first_stage
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()

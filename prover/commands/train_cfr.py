@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def run_train_cfr(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
     # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
-    from retriever.train_cfr import train_cfr
+    from retriever.training.train_cfr import train_cfr
     model_dir = train_cfr(cfg)
     summary = json.loads((model_dir.parent / "summary.json").read_text())
     print(json.dumps(summary, indent=2))
@@ -36,9 +36,9 @@ def run_index(config: str | None, overrides: list[str], out: str | None = None) 
     import numpy as np
 
     from prover.data.dataset import Dataset
-    from retriever.cfr import CFRRetriever
-    from retriever.faiss_index import PremiseIndex
-    from retriever.train_cfr import cfr_config, cfr_run_dir
+    from retriever.models.cfr import CFRRetriever
+    from retriever.models.faiss_index import PremiseIndex
+    from retriever.training.train_cfr import cfr_config, cfr_run_dir
     model_dir = cfr_run_dir(cfg) / "model"
     if not (model_dir / "config.json").exists():
         raise FileNotFoundError(f"no trained CFR model at {model_dir}; run `prover retriever train-cfr` first")

@@ -11,7 +11,7 @@ from retriever.settings import RetrieverTrainConfig
 def run_train_fusion(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
     # Heavy imports only once the config is known good: a typo is answered at once.
-    from retriever.train_fusion import train_fusion
+    from retriever.training.train_fusion import train_fusion
     out = train_fusion(cfg)
     s = json.loads((out / "summary.json").read_text())
     best = max(s["member_R@10"], key=s["member_R@10"].get)

@@ -10,7 +10,7 @@ from retriever.settings import RetrieverTrainConfig
 def run_train_reprover(config: str | None, overrides: list[str]) -> int:
     cfg = load_config(RetrieverTrainConfig, config, list(overrides))
     # Heavy imports (torch, transformers) only once the config is known good: a typo is answered at once.
-    from retriever.train_reprover import train_reprover
+    from retriever.training.train_reprover import train_reprover
     summary = train_reprover(cfg)
     best = summary["best_val_R@10"]
     print(f"reprover: {summary['steps']} steps in {summary['train_seconds']:.0f} s, "

@@ -124,7 +124,7 @@ def outcome_row(name: str, records: dict[str, dict], keys: Sequence[str]) -> tup
 def add_intervals(rows: list[dict], proved: dict[str, np.ndarray], pairs: Sequence[str]) -> list[dict]:
     """Each row's rate interval, and the paired difference of every two rows named in `pairs`
     (later minus earlier), all from the retrieval benchmark's paired bootstrap over theorems."""
-    from retriever.bootstrap import mean_interval, paired_intervals
+    from retriever.evaluation.bootstrap import mean_interval, paired_intervals
     for row in rows:
         values = proved.get(row["row"])
         if values is not None and len(values):

@@ -14,7 +14,7 @@ from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
-from retriever.bm25 import BM25Config
+from retriever.baselines.bm25 import BM25Config
 
 
 @dataclass

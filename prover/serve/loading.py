@@ -20,7 +20,7 @@ from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from retriever.base import Retriever
-from retriever.faiss_index import INDEX_FILE
+from retriever.models.faiss_index import INDEX_FILE
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _check_trained(registry_cfg: Any, names: list[str], require_index: bool) -> 
 
 
 def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> dict[str, Retriever]:
-    from retriever.hybrid import HybridRetriever
+    from retriever.baselines.hybrid import HybridRetriever
     from retriever.registry import REGISTRY, build_retriever
     built: dict[str, Retriever] = {}
 
@@ -116,9 +116,9 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> d
 def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: Any,
                     device: str) -> dict[str, Retriever]:
     """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
-    from retriever.car import CARScorer, RerankRetriever
+    from retriever.models.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
-    from retriever.train_car import car_run_dir
+    from retriever.training.train_car import car_run_dir
     from prover.utils.training import pick_device
     tc = training_config(registry_cfg)
     # The CAR trained over the config's first stage (car.first_stage) serves every first stage.

@@ -28,7 +28,7 @@ from prover.serve.errors import (BadRequest, Conflict, Forbidden, NotFound, Over
 from prover.serve.generation import Encoded, Generated, ServedGenerator, can_encode, load_generators
 from prover.serve.loading import RERANK_SUFFIX, Loaded, load
 from retriever.base import RankedPremise
-from retriever.faiss_index import StaleIndexError
+from retriever.models.faiss_index import StaleIndexError
 
 log = logging.getLogger(__name__)
 

@@ -19,14 +19,14 @@ from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.runinfo import git_commit, machine, peak_rss_gib, provenance_lines, row_provenance
-from retriever.cost import retriever_cost
-from retriever.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
-from retriever.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
+from retriever.evaluation.cost import retriever_cost
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from retriever.evaluation.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
                                 per_query_from_rankings, robustness_table, training_table,
                                 under_trained)
 from retriever.registry import build_retriever, training_config
-from retriever.robustness import perturbed_queries
-from retriever.train_car import car_run_dir
+from retriever.evaluation.robustness import perturbed_queries
+from retriever.training.train_car import car_run_dir
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],

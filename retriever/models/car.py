@@ -6,7 +6,7 @@ product but never lets a state token attend to a premise token. CAR does exactly
 stage's top k1: `RerankRetriever` re-orders those and leaves the rest as the first stage had them.
 
 The score of a pair is the logit of a one-label `BertForSequenceClassification`, and
-Pr(s, p) = sigmoid(logit). Training (`retriever/train_car.py`) pushes Pr(s, p⁺) up relative
+Pr(s, p) = sigmoid(logit). Training (`retriever/training/train_car.py`) pushes Pr(s, p⁺) up relative
 to hard negatives mined from the first stage, with `car_loss` below.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 from prover.data.premise import Premise
 from prover.utils.logs import expected_weight_mismatch
 from retriever.base import RankedPremise, Retriever, TheoremContext
-from retriever.text import cut_tokens, format_state, premise_text
-from retriever.tokenizer import load_tokenizer
+from retriever.models.text import cut_tokens, format_state, premise_text
+from retriever.models.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
 

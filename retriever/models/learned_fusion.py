@@ -1,6 +1,6 @@
 """`fusion`: a logistic-regression ranker over where several retrievers put each premise.
 
-Reciprocal-rank fusion (retriever/hybrid.py) weighs every member alike and every rank by one
+Reciprocal-rank fusion (retriever/baselines/hybrid.py) weighs every member alike and every rank by one
 fixed curve. Here the members' ranks are features and a linear model learns how much each
 member's top ranks are worth, from queries of a validation split (never the test split).
 The candidates are the union of the members' top `depth`; a candidate's features are, per

@@ -20,7 +20,7 @@ from prover.data.corpus import Corpus
 from prover.data.pairs import PremiseQuery, same_module_count
 from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
-from retriever.metrics import Judgement, aggregate, query_metrics
+from retriever.evaluation.metrics import Judgement, aggregate, query_metrics
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def _fmt(metric: str) -> Callable[[float], str]:
     return (lambda v: f"{v:.3f}") if metric.startswith(("nDCG", "MRR")) else (lambda v: f"{100 * v:.1f}")
 
 
-# Row comparisons the benchmark adds (retriever/benchmark.py): field, column, formatter.
+# Row comparisons the benchmark adds (retriever/evaluation/benchmark.py): field, column, formatter.
 COMPARISONS = [("R@10_ratio_to_bm25_ci", "R@10 ÷ bm25", lambda v: f"{v:.2f}"),
                ("R@10_diff_to_locality_ci", "R@10 − locality (points)", lambda v: f"{100 * v:+.1f}"),
                ("R@10_diff_to_best_baseline_ci", "R@10 − best no-learning row (points)",

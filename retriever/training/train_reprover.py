@@ -26,8 +26,8 @@ from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, premise_queries
 from prover.utils.progress import progress_bar
-from retriever.evaluate import evaluate
-from retriever.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
+from retriever.evaluation.evaluate import evaluate
+from retriever.models.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
                                 sample_negatives, similarity_loss)
 from retriever.settings import ReProverConfig
 from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,

@@ -36,8 +36,8 @@ from prover.data.premise import Premise
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit
 from retriever.base import Retriever, TheoremContext
-from retriever.car import CARScorer, RerankRetriever, car_loss
-from retriever.evaluate import evaluate
+from retriever.models.car import CARScorer, RerankRetriever, car_loss
+from retriever.evaluation.evaluate import evaluate
 from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
                                    set_seed)
 

@@ -39,8 +39,8 @@ from prover.data.jsonio import write_json
 from prover.data.state import NO_GOALS
 from prover.utils.progress import progress_bar
 from retriever.settings import RetrieverTrainConfig
-from retriever.text import format_state, premise_text
-from retriever.tokenizer import load_tokenizer, train_tokenizer
+from retriever.models.text import format_state, premise_text
+from retriever.models.tokenizer import load_tokenizer, train_tokenizer
 from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
                                    set_seed)
 

@@ -1,4 +1,4 @@
-"""Train the `fusion` ranker (retriever/learned_fusion.py) on a validation split.
+"""Train the `fusion` ranker (retriever/models/learned_fusion.py) on a validation split.
 
 The members rank the premises of every query of `fusion.split` (default: the config's
 `val_split`, so the test split is never seen); each query's candidates become one example.
@@ -21,7 +21,7 @@ from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from prover.utils.progress import progress_bar
 from retriever.base import TheoremContext
-from retriever.learned_fusion import fit_fusion, order, rank_features
+from retriever.models.learned_fusion import fit_fusion, order, rank_features
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,10 @@ from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, premise_queries, state_premise_pairs
 from prover.utils.progress import progress_bar
-from retriever.cfr import CFREncoder, CFRRetriever, model_fingerprint
-from retriever.evaluate import evaluate
+from retriever.models.cfr import CFREncoder, CFRRetriever, model_fingerprint
+from retriever.evaluation.evaluate import evaluate
 from retriever.settings import CFRConfig
-from retriever.text import format_state
+from retriever.models.text import format_state
 from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
                                    save_dir_atomically, set_seed)
 

@@ -11,7 +11,7 @@ import numpy as np
 from prover.data.corpus import Corpus
 from prover.data.premise import Premise
 from retriever.base import ScoringRetriever
-from retriever.lean_tokens import TOKENIZERS
+from retriever.baselines.lean_tokens import TOKENIZERS
 
 log = logging.getLogger(__name__)
 

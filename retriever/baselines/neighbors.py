@@ -24,9 +24,9 @@ from prover.data.corpus import Corpus
 from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
 from retriever.base import Context, RankedPremise, Retriever, top_k
-from retriever.baselines import LocalityRetriever
-from retriever.bm25 import PostingScorer
-from retriever.lean_tokens import lean_tokens
+from retriever.baselines.priors import LocalityRetriever
+from retriever.baselines.bm25 import PostingScorer
+from retriever.baselines.lean_tokens import lean_tokens
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class NeighborUsageRetriever(Retriever):
                     self.doc_premises.append(np.asarray(used, dtype=np.int64))
         if not docs:
             raise ValueError("neighbors: the training theorems use no premise of the corpus")
-        import bm25s  # as in retriever/bm25.py: scipy is slow to import
+        import bm25s  # as in retriever/baselines/bm25.py: scipy is slow to import
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.bm25 = bm25s.BM25()

@@ -31,9 +31,9 @@ from prover.data.premise import Premise
 from prover.utils.logs import expected_weight_mismatch
 from prover.utils.progress import progress_bar
 from retriever.base import RankedPremise, Retriever, TheoremContext
-from retriever.faiss_index import PremiseIndex, corpus_fingerprint
+from retriever.models.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
-from retriever.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
+from retriever.models.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
 from prover.utils.training import pick_device
 
 SMALL_BATCH = 4  # states per retrieve() call that encode on one thread (see encode_states)

@@ -1,0 +1,1 @@
+"""Metrics, per-query evaluation, the benchmark table, bootstrap intervals, robustness and cost."""
