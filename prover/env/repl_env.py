@@ -121,7 +121,6 @@ class ReplEnv(ProofEnv):
         self._parents: dict[int, tuple[int, str]] = {}
         self._repl_ids: dict[int, int] = {}  # our state -> the REPL's, in `_generation`
         self._generation = -1
-        self._env_id: int | None = None  # the header's environment (text targets)
         self._file_sorries = 0  # sorries the target's file has (file targets)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -169,8 +168,7 @@ class ReplEnv(ProofEnv):
                                    + (f"; Lean: {errors[0]}" if errors else ""))
             root = found[0]
         else:
-            self._env_id = s.header_env(t.header)
-            answer = s.command(f"{t.statement} := {s.cfg.root}", env=self._env_id)
+            answer = s.command(f"{t.statement} := {s.cfg.root}", env=s.header_env(t.header))
             sorries = [x for x in answer.get("sorries", []) if "proofState" in x]
             if error_messages(answer) or not sorries:
                 errors = error_messages(answer)
@@ -244,21 +242,8 @@ class ReplEnv(ProofEnv):
         return None
 
     def _check_file(self, tactics: list[str]) -> str | None:
-        patched = self.patch_file(tactics)
-        folder = Path(self.target.file).parent
-        with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=folder, prefix=".prover-check-",
-                                         delete=False) as f:
-            f.write(patched)
-        try:
-            answer = self.session.file(f.name)
-        finally:
-            Path(f.name).unlink(missing_ok=True)
-        errors = error_messages(answer)
-        if errors:
-            return errors[0]
-        if len(answer.get("sorries", [])) != self._file_sorries - 1:
-            return "the patched file still has this sorry"
-        return None
+        return check_patched_file(self.session.file, Path(self.target.file), self.patch_file(tactics),
+                                  self._file_sorries - 1)
 
     def _repl_id(self, sid: int) -> int:
         """The REPL's id of our state `sid` in the current process; after a restart, the
@@ -293,6 +278,26 @@ class ReplEnv(ProofEnv):
         self._live.dead = message
         self._live.is_open = False
         raise EnvCrash(message)
+
+
+def check_patched_file(run_file: Callable[[Path], dict], path: Path, patched: bytes,
+                       sorries_left: int) -> str | None:
+    """Lean's objection to `path` with the content `patched`, or None when it elaborates with no
+    error and exactly `sorries_left` sorries. It is elaborated from a temporary copy beside the
+    file (same folder, so the same project), removed afterwards; `run_file` runs a FileCommand."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=path.parent, prefix=".prover-check-",
+                                     delete=False) as f:
+        f.write(patched)
+    try:
+        answer = run_file(Path(f.name))
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+    errors = error_messages(answer)
+    if errors:
+        return errors[0]
+    if len(answer.get("sorries", [])) != sorries_left:
+        return f"{len(answer.get('sorries', []))} sorries left, not {sorries_left}"
+    return None
 
 
 def _pos(pos: dict | None) -> tuple[int, int] | None:

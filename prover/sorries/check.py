@@ -55,7 +55,7 @@ def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callabl
     error and with that many sorries fewer (`run_file` runs a FileCommand). When the file with
     every proof fails, proofs are added one at a time and each one that breaks it is left out.
     Sets each proved attempt's `check`; returns the counts."""
-    from prover.env.repl_session import error_messages
+    from prover.env.repl_env import check_patched_file
     from prover.sorries.patch import apply_patches, make_patch
     counts = {CHECKED: 0, REJECTED: 0, UNCHECKED: 0}
     by_file: dict[str, list[Any]] = {}
@@ -65,18 +65,12 @@ def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callabl
     for file, group in sorted(by_file.items()):
         path = root / file
         source = path.read_bytes()
+        before = len(run_file(path).get("sorries", []))
 
         def compiles(chosen: list[Any]) -> bool:
             patched = apply_patches(source, [make_patch(a.sorry, a.proof) for a in chosen])
-            check_path = path.with_name(f".prover-check-{path.name}")
-            check_path.write_bytes(patched)
-            try:
-                answer, base = run_file(check_path), len(baseline.get("sorries", []))
-            finally:
-                check_path.unlink(missing_ok=True)
-            return not error_messages(answer) and len(answer.get("sorries", [])) == base - len(chosen)
+            return check_patched_file(run_file, path, patched, before - len(chosen)) is None
 
-        baseline = run_file(path)
         kept: list[Any] = []
         if compiles(group):
             kept = list(group)
