@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -215,7 +216,7 @@ def main() -> None:
     argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     from prover.data.dataset import Dataset
     t0 = time.perf_counter()
-    data = Path(__import__("os").environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"
+    data = Path(os.environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"
     val = Dataset(data).theorems("leandojo-real/val")
     val_keys = {t.full_name: f"{t.file_path}::{t.full_name}" for t in val}
     halves = {h: half_keys(f"leandojo-real/{h}") for h in ("select", "report")}
