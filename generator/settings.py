@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from prover.config import DataConfig
 
 from retriever.settings import RetrieverConfig
+from prover.training.settings import TrainerConfig
 
 
 @dataclass
@@ -113,6 +114,7 @@ class GeneratorTrainConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     neighbors: NeighborsConfig = field(default_factory=NeighborsConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 @dataclass

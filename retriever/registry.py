@@ -313,7 +313,7 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
     def build(corpus: Corpus, cfg: Any) -> Retriever:
         from retriever.models.car import RerankRetriever
         from retriever.training.train_car import car_run_dir
-        from prover.utils.training import pick_device
+        from prover.training.run import pick_device
         require_trained(f"{first_stage}+car", cfg)
         tc = training_config(cfg)
         car = car_run_dir(tc.run_dir, first_stage) / "model"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
+from prover.training.settings import TrainerConfig
 
 
 @dataclass
@@ -73,6 +74,13 @@ class CFRConfig:
     index_hnsw_m: int = 32  # hnsw neighbours per node
     init: str | None = None  # starting encoder folder (None: <run_dir>/pretrain/model)
     max_steps: int | None = None  # optimizer steps in all (the LR schedule ends here); None: epochs
+    # Training pairs (issue 28). "statement": each training theorem's state with every premise
+    # of its proof. "steps": the tactic-level pseudo steps of prover/data/tactic_steps.py, each
+    # state with its own step's premises; later steps sit at the initial state (approximate)
+    # and merge into it, and the goals a proof states (have/show/suffices/calc) add states of
+    # their own. "exact-steps": only the steps whose state is exact (a `by` proof's first
+    # tactic, a term proof), each with its own premises.
+    pairs: str = "statement"
 
 
 @dataclass
@@ -192,6 +200,7 @@ class RetrieverTrainConfig:
     car: CARConfig = field(default_factory=CARConfig)
     reprover: ReProverConfig = field(default_factory=ReProverConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 # The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).

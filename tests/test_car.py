@@ -352,19 +352,19 @@ def test_resume_continues_from_the_checkpoint(mini, mini_root, encoder, tmp_path
 
     # Killed during step 5, after the checkpoint of step 4 ...
     run = tmp_path / "killed"
-    real_step = train_car_module.train_step
+    real_loss = train_car_module.group_loss
     calls = []
 
-    def dying_step(*args, **kwargs):
+    def dying_loss(*args, **kwargs):  # one micro-batch a step here: call 5 is step 5
         calls.append(1)
         if len(calls) == 5:
             raise KeyboardInterrupt
-        return real_step(*args, **kwargs)
+        return real_loss(*args, **kwargs)
 
-    monkeypatch.setattr(train_car_module, "train_step", dying_step)
+    monkeypatch.setattr(train_car_module, "group_loss", dying_loss)
     with pytest.raises(KeyboardInterrupt):
         train_car(car_cfg(mini_root, run, max_steps=6, checkpoint_every=4), bm25, init_path=encoder)
-    monkeypatch.setattr(train_car_module, "train_step", real_step)
+    monkeypatch.setattr(train_car_module, "group_loss", real_loss)
     assert torch.load(run / "car-bm25" / "checkpoint" / "state.pt", weights_only=False)["progress"]["step"] == 4
 
     # ... the rerun resumes at step 5 and sees exactly the batches (and losses) of the

@@ -36,7 +36,7 @@ from prover.data.premise import GOAL_TOKEN
 from retriever.models.text import format_state, premise_args_text, premise_goal_text, premise_text
 from retriever.models.tokenizer import train_tokenizer
 from retriever.training.train_cfr import cfr_run_dir, info_nce, init_path, make_batch, train_cfr
-from prover.utils.training import Budget
+from prover.training.run import Budget
 
 
 def save_standin(texts: list[str], out: Path, seed: int = 0) -> Path:
@@ -381,3 +381,29 @@ def test_masked_search_benchmark_compares_identical_rankings(synth, synth_retrie
     # Masking 180 premises can take under the 5 µs that rounding to 0.01 ms keeps; a forward pass cannot.
     assert row["encode_batch1"]["p50_ms"] > 0
     assert row["scan_masked"]["queries_per_s_batch3"] > 0
+
+
+def test_tactic_level_pairs_add_stated_goals_and_exact_steps_keep_their_own_premises():
+    from conftest import DATA_ROOT, require
+    from retriever.training.train_cfr import training_theorems
+    ds = Dataset(require(DATA_ROOT / "mathlib-src-mini"))
+    corpus = ds.corpus()
+    theorems = list(ds.theorems("random/train"))[:400]
+    by = {mode: state_premise_pairs(training_theorems(theorems, mode), corpus)[0]
+          for mode in ("statement", "steps", "exact-steps")}
+    statement = {(p.theorem, p.state): set(p.premises) for p in by["statement"]}
+    steps = {(p.theorem, p.state): set(p.premises) for p in by["steps"]}
+    exact = {(p.theorem, p.state): set(p.premises) for p in by["exact-steps"]}
+    # Later steps sit at the initial state and merge back into it: every statement pair is
+    # there with its premises (an equation-compiler proof has no step, so a few are missing);
+    # the goals a proof states add states of their own.
+    shared = statement.keys() & steps.keys()
+    assert len(shared) > 0.9 * len(statement)
+    assert all(steps[k] == statement[k] for k in shared)
+    assert len(steps.keys() - statement.keys()) >= 5  # few: most stated goals carry no premise
+    # An exact step keeps only its own tactic's premises: a subset, strict where a later step used others.
+    assert exact.keys() <= statement.keys()
+    assert all(exact[k] <= statement[k] for k in exact)
+    assert sum(exact[k] < statement[k] for k in exact) >= 5
+    with pytest.raises(ValueError, match="cfr.pairs"):
+        training_theorems(theorems, "tactics")

@@ -252,7 +252,7 @@ def test_training_resumes_where_it_stopped(tmp_path, mini_root, monkeypatch, tin
     """Killed after step 5 (checkpoint at 4), resumed: the same losses as a straight run.
     Reuses the tiny fixture's built data, so only 2 x 6 short steps run here."""
     from generator.train import train_generator
-    from prover.utils.training import Budget
+    from prover.training.run import Budget
     cfg0, _ = tiny_generator
 
     def cfg(run: str):

@@ -10,7 +10,7 @@ import ast
 from tests.conftest import REPO
 
 STAGES = [  # (package or module, stage); the longest matching prefix decides
-    ("prover.utils", 0), ("prover.config", 0), ("prover.data", 0), ("prover.demo_data", 0),
+    ("prover.utils", 0), ("prover.training", 0), ("prover.config", 0), ("prover.data", 0), ("prover.demo_data", 0),
     ("retriever", 1), ("generator", 1), ("prover.env", 1),
     ("prover.tracing", 2), ("prover.search", 2),
     ("prover.sorries", 3), ("prover.serve", 3),

@@ -20,7 +20,7 @@ from retriever.training.pretrain import (MLMBatches, build_model, corpus_texts, 
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import train_tokenizer
-from prover.utils.training import set_seed
+from prover.training.run import set_seed
 
 MAX_STEPS = 40
 SHRINK = ["device=cpu", "tokenizer.vocab_size=1000", "encoder.hidden_size=64",
@@ -158,7 +158,7 @@ def test_eval_loss_drops(resumed):
     final = resumed["final"]
     assert final["eval_loss"] == pytest.approx(after, abs=1e-4)  # the same held-out set
     assert final["eval_loss_init"] == pytest.approx(before, abs=1e-4)
-    evals = [r["eval_loss"] for r in read_log(resumed["run_dir"]) if "eval_loss" in r]
+    evals = [r["val_loss"] for r in read_log(resumed["run_dir"]) if "val_loss" in r]
     assert evals[0] > evals[-1]
 
 

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from prover.utils.training import Budget, Progress, length_grouped_order
+from prover.training.run import Budget, Progress, length_grouped_order
 
 
 def _burn(seconds: float) -> None:

@@ -32,7 +32,7 @@ from prover.data.premise import Premise
 from prover.utils.progress import progress_bar
 from retriever.base import ScoringRetriever
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
-from prover.utils.training import pick_device, save_dir_atomically
+from prover.training.run import pick_device, save_dir_atomically
 
 log = logging.getLogger(__name__)
 

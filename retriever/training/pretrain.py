@@ -10,7 +10,7 @@ Layout under `run_dir`:
 
     tokenizer/                  shared by every stage of the experiment
     pretrain/tokens.pt          token ids, tokenized once (a resumed run does not re-tokenize)
-    pretrain/checkpoint/        resumable state (see prover.utils.training.RunDir)
+    pretrain/checkpoint/        resumable state (see prover.training.run.RunDir)
     pretrain/train_log.jsonl    train rows (step, loss, lr, tokens_per_s), eval rows (eval_loss)
     pretrain/model/             BertForMaskedLM + tokenizer, both `from_pretrained`-loadable
     pretrain/summary.json
@@ -31,18 +31,18 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import (BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling,
-                          PreTrainedTokenizerFast, get_linear_schedule_with_warmup)
+                          PreTrainedTokenizerFast)
 
 from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.state import NO_GOALS
-from prover.utils.progress import progress_bar
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import load_tokenizer, train_tokenizer
-from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
-                                   set_seed)
+from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.launch import launch
+from prover.training.run import RunDir, epoch_order, mixed_precision, save_dir_atomically
 
 log = logging.getLogger(__name__)
 
@@ -196,40 +196,51 @@ def mlm_eval_loss(model: BertForMaskedLM, batches: MLMBatches, seqs: list[np.nda
     return total / max(count, 1)
 
 
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    # As in BERT: no weight decay on biases and LayerNorm weights (the 1-d parameters).
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW([
-        {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
-    ], lr=lr)
+class MLMStage(Stage):
+    """MLM over the tokenized corpus: batches of similar lengths (`epoch_batches`), each
+    micro-batch weighted by its masked tokens, the held-out loss each epoch. The model at the
+    end is the model (no selection: a lower held-out MLM loss is not what CFR needs)."""
 
+    label = "MLM pre-training"
 
-def _finished(run: RunDir) -> bool:
-    state = run.checkpoint / "state.pt"
-    if not state.exists() or not (run.model_dir / "config.json").exists():
-        return False
-    # mmap: read the progress without loading the weights and optimizer state.
-    return bool(torch.load(state, map_location="cpu", weights_only=False, mmap=True)
-                ["progress"]["done"])
+    def __init__(self, cfg: RetrieverTrainConfig, model: BertForMaskedLM, tokenizer: PreTrainedTokenizerFast,
+                 train: list[np.ndarray], held_out: list[np.ndarray], device: torch.device) -> None:
+        pc = cfg.pretrain
+        self.cfg, self.model, self.tokenizer = cfg, model, tokenizer
+        self.train_seqs, self.held_out = train, held_out
+        self.lengths = np.array([len(s) for s in train])
+        self.batches = MLMBatches(tokenizer, pc.mlm_probability, device)
+        self.recipe = Recipe(
+            lr=pc.lr, batch_size=pc.batch_size, grad_accum=pc.grad_accum, epochs=pc.epochs,
+            max_steps=pc.max_steps, max_minutes=pc.max_minutes, weight_decay=pc.weight_decay,
+            warmup_steps=pc.warmup_steps, grad_clip=MAX_GRAD_NORM, log_every=pc.log_every,
+            checkpoint_every=pc.checkpoint_every, eval_every=0 if held_out else -1, unit="tokens")
 
+    def micro_batches(self, epoch: int) -> list[np.ndarray]:
+        return epoch_batches(self.lengths, self.recipe.batch_size, self.cfg.seed, epoch)
 
-def _train_step(model: BertForMaskedLM, micro: list[dict[str, torch.Tensor]],
-                device: torch.device) -> float:
-    """Backward over the micro-batches of one optimizer step. Each micro-batch's mean loss is
-    weighted by its share of the step's masked tokens, so the gradient is that of the mean
-    over all masked tokens of the step, exactly as if it were one big batch."""
-    total = sum(int((m["labels"] != -100).sum()) for m in micro)
-    step_loss = 0.0
-    for m in micro:
-        n = int((m["labels"] != -100).sum())
-        if n == 0:
-            continue
-        with mixed_precision(device):
-            loss = mlm_loss(model, m)
-        (loss * (n / total)).backward()
-        step_loss += loss.item() * n / total
-    return step_loss
+    def batch(self, examples: np.ndarray, epoch: int, index: int) -> dict[str, torch.Tensor]:
+        return self.batches([self.train_seqs[i] for i in examples])
+
+    def weight(self, batch: dict[str, torch.Tensor], examples: np.ndarray) -> float:
+        return float((batch["labels"] != -100).sum())  # a micro-batch's loss is a mean over these
+
+    def count(self, batch: dict[str, torch.Tensor], examples: np.ndarray) -> int:
+        return int(batch["attention_mask"].sum())
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return mlm_loss(self.model, batch)
+
+    def evaluate(self, extra: dict) -> dict[str, float]:
+        return {"loss": mlm_eval_loss(self.model, self.batches, self.held_out, self.recipe.batch_size)}
+
+    def save(self, run: RunDir, metrics: dict[str, float]) -> None:
+        # Exported at a budget stop too (CFR/CAR can go on from it); the checkpoint's `done`
+        # stays false, so the same command with a larger budget carries on training.
+        def write(path: Path) -> None:
+            self.model.save_pretrained(path)
+            self.tokenizer.save_pretrained(path)
+        save_dir_atomically(run.model_dir, write)
 
 
 def pretrain(cfg: RetrieverTrainConfig) -> Path:
@@ -239,133 +250,51 @@ def pretrain(cfg: RetrieverTrainConfig) -> Path:
     learning rate warms up and decays linearly to zero; `pretrain.max_minutes` may stop it
     earlier, mid-schedule (then set max_steps to what the budget allows for a full decay).
     A finished run is never continued: delete `run_dir/pretrain` to train again.
+    `trainer.workers` > 1 trains on Ray Train workers (prover/training/launch.py).
     """
-    pc = cfg.pretrain
     run = RunDir(Path(cfg.run_dir) / "pretrain")
-    if _finished(run):
+    if run.finished():
         log.info("pre-training already finished: %s", run.model_dir)
         return run.model_dir
-    if pc.max_len > cfg.encoder.max_positions:
-        raise ValueError(f"pretrain.max_len {pc.max_len} exceeds encoder.max_positions "
+    if cfg.pretrain.max_len > cfg.encoder.max_positions:
+        raise ValueError(f"pretrain.max_len {cfg.pretrain.max_len} exceeds encoder.max_positions "
                          f"{cfg.encoder.max_positions}")
-    set_seed(cfg.seed)
-    device = pick_device(cfg.device)
-    # Read the dataset at most once: only for a tokenizer or token cache not built yet.
+    # Tokenizer and token cache once, before any worker starts: workers read them.
     fresh = not (Path(cfg.run_dir) / "tokenizer" / "tokenizer.json").exists()
     texts = corpus_texts(cfg) if fresh else None
-    tokenizer = ensure_tokenizer(cfg, texts)
-    seqs = tokenized_corpus(cfg, tokenizer, run.path / "tokens.pt", texts)
+    tokenized_corpus(cfg, ensure_tokenizer(cfg, texts), run.path / "tokens.pt", texts)
+    launch(_pretrain, cfg, trainer=cfg.trainer, run_dir=run.path)
+    return run.model_dir
+
+
+def _pretrain(cfg: RetrieverTrainConfig) -> None:
+    pc = cfg.pretrain
+    run = RunDir(Path(cfg.run_dir) / "pretrain")
+    workers, device = begin(cfg.seed, cfg.device)
+    tokenizer = ensure_tokenizer(cfg)
+    seqs = tokenized_corpus(cfg, tokenizer, run.path / "tokens.pt")
     train, held_out = split_eval(seqs, pc.eval_fraction, cfg.seed)
-    model = build_model(cfg, tokenizer).to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    optimizer = _optimizer(model, pc.lr, pc.weight_decay)
-    n_batches = math.ceil(len(train) / pc.batch_size)
-    steps_per_epoch = math.ceil(n_batches / pc.grad_accum)
-    total_steps = steps_per_epoch * pc.epochs
-    if pc.max_steps is not None:
-        total_steps = min(total_steps, pc.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, min(pc.warmup_steps, total_steps),
-                                                max(total_steps, 1))
-    progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
-    attempt = progress.extra["attempts"] = progress.extra.get("attempts", 0) + 1
-    batches = MLMBatches(tokenizer, pc.mlm_probability, device)
-    log.info("pretrain: %.1fM parameters, %d train / %d eval texts, %d steps of %d x %d on %s "
-             "(attempt %d, from step %d)", n_params / 1e6, len(train), len(held_out), total_steps,
-             pc.batch_size, pc.grad_accum, device, attempt, progress.step)
-    run.log(event="start", attempt=attempt, step=progress.step, total_steps=total_steps,
-            train_texts=len(train), eval_texts=len(held_out), parameters=n_params,
-            device=str(device))
-
-    def evaluate() -> None:
-        if not held_out:
-            return
-        loss = mlm_eval_loss(model, batches, held_out, pc.batch_size)
-        progress.extra.update(eval_loss=loss, eval_step=progress.step)
-        progress.extra.setdefault("eval_loss_init", loss)
-        run.log(step=progress.step, epoch=progress.epoch, eval_loss=round(loss, 4))
-        log.info("step %d: eval MLM loss %.4f", progress.step, loss)
-
-    if progress.step == 0:
-        evaluate()  # the untrained baseline (≈ ln vocab), the reference for every later eval
-    budget = Budget(progress, pc.max_minutes)
-    win_loss, win_steps, win_tokens, win_t0 = 0.0, 0, 0, time.perf_counter()
-
-    def log_window() -> None:
-        nonlocal win_loss, win_steps, win_tokens, win_t0
-        if not win_steps:
-            return
-        dt = time.perf_counter() - win_t0
-        progress.extra["train_loss"] = win_loss / win_steps
-        run.log(step=progress.step, epoch=progress.epoch, loss=round(win_loss / win_steps, 4),
-                lr=scheduler.get_last_lr()[0], tokens_per_s=round(win_tokens / dt, 1))
-        win_loss, win_steps, win_tokens, win_t0 = 0.0, 0, 0, time.perf_counter()
-
-    stopped_by = "budget" if budget.exhausted() else None
-    model.train()
-    bar = progress_bar(total=total_steps, initial=progress.step, desc="MLM pre-training", unit="step")
-    lengths = np.array([len(s) for s in train])
-    epoch, epoch_plan = -1, []
-    while stopped_by is None and progress.step < total_steps:
-        if epoch != progress.epoch:
-            epoch = progress.epoch
-            epoch_plan = epoch_batches(lengths, pc.batch_size, cfg.seed, epoch)
-        b0 = progress.batch_in_epoch  # batches of this epoch already consumed (by any attempt)
-        b1 = min(b0 + pc.grad_accum, n_batches)
-        micro = [batches([train[i] for i in epoch_plan[b]]) for b in range(b0, b1)]
-        loss = _train_step(model, micro, device)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        progress.step += 1
-        progress.batch_in_epoch = b1
-        tokens = sum(int(m["attention_mask"].sum()) for m in micro)
-        win_loss, win_steps, win_tokens = win_loss + loss, win_steps + 1, win_tokens + tokens
-        bar.update(1)
-        bar.set_postfix(refresh=False, loss=f"{loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.1e}",
-                        tok_s=f"{win_tokens / (time.perf_counter() - win_t0):.0f}")
-        if progress.step % pc.log_every == 0:
-            log_window()
-        if progress.batch_in_epoch >= n_batches:
-            log_window()
-            evaluate()
-            win_t0 = time.perf_counter()  # keep eval time out of the throughput
-            progress.epoch += 1
-            progress.batch_in_epoch = 0
-        if budget.exhausted():
-            stopped_by = "budget"
-        elif progress.step % pc.checkpoint_every == 0:
-            run.save_checkpoint(model, optimizer, scheduler, progress)
-    bar.close()
-    log_window()
-    if progress.extra.get("eval_step") != progress.step:
-        evaluate()
-    progress.done = stopped_by is None
-    budget.tick()
-    # The model is exported at a budget stop too (CFR/CAR can go on from it); `done` stays
-    # false, so the same command with a larger budget carries on training.
-    model.save_pretrained(run.model_dir)
-    tokenizer.save_pretrained(run.model_dir)
+    stage = MLMStage(cfg, build_model(cfg, tokenizer).to(device), tokenizer, train, held_out, device)
+    result = fit(stage, run, device, workers, cfg.seed, cfg.trainer)
+    if not workers.main:
+        return
+    progress = result.progress
+    steps_per_epoch = math.ceil(len(stage.micro_batches(0)) / pc.grad_accum)
+    eval_loss = progress.extra.get("last_val", {}).get("loss")
     summary = {
-        "done": progress.done, "stopped_by": stopped_by or "end", "steps": progress.step,
-        "total_steps": total_steps, "epochs": progress.step / steps_per_epoch,
-        "warmup_steps": cfg.pretrain.warmup_steps,
-        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1), "attempts": attempt,
-        "train_loss": progress.extra.get("train_loss"),
-        "eval_loss": progress.extra.get("eval_loss"),
-        "eval_loss_init": progress.extra.get("eval_loss_init"), "parameters": n_params,
-        "train_texts": len(train), "eval_texts": len(held_out),
-        "train_tokens": int(sum(len(s) for s in train)), "device": str(device),
+        "done": progress.done, "stopped_by": result.stopped_by, "steps": progress.step,
+        "total_steps": result.total_steps, "epochs": progress.step / steps_per_epoch,
+        "warmup_steps": pc.warmup_steps, "workers": result.workers,
+        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
+        "attempts": progress.extra.get("attempts"), "train_loss": progress.extra.get("train_loss"),
+        "eval_loss": eval_loss, "eval_loss_init": (progress.extra.get("initial_val") or {}).get("loss"),
+        "parameters": result.parameters, "train_texts": len(train), "eval_texts": len(held_out),
+        "train_tokens": int(sum(len(s) for s in train)), "device": result.device,
         "model_dir": str(run.model_dir),
         "config": {"encoder": to_plain(cfg.encoder), "pretrain": to_plain(cfg.pretrain),
                    "tokenizer": to_plain(cfg.tokenizer)},
     }
     write_json(run.path / "summary.json", summary)
-    # Last: only a checkpoint saying `done` makes the next call return at once.
-    run.save_checkpoint(model, optimizer, scheduler, progress)
-    run.log(event="stop", attempt=attempt, step=progress.step, stopped_by=summary["stopped_by"],
-            seconds=summary["seconds"])
     log.info("pretrain %s after %d steps (%.0f s): train loss %.4f, eval loss %.4f -> %.4f",
              summary["stopped_by"], progress.step, progress.seconds,
              *(summary[k] or math.nan for k in ("train_loss", "eval_loss_init", "eval_loss")))
-    return run.model_dir

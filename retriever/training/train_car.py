@@ -16,8 +16,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
-import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +24,6 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from transformers import get_linear_schedule_with_warmup
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
@@ -38,8 +35,9 @@ from prover.utils.runinfo import git_commit
 from retriever.base import Retriever, TheoremContext
 from retriever.models.car import CARScorer, RerankRetriever, car_loss
 from retriever.evaluation.evaluate import evaluate
-from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
-                                   set_seed)
+from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.launch import launch
+from prover.training.run import RunDir, epoch_order, mixed_precision
 
 log = logging.getLogger(__name__)
 
@@ -203,23 +201,6 @@ def _epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[np.nd
     return [order[lo: lo + batch_size] for lo in range(0, n, batch_size)]
 
 
-def train_step(scorer: CARScorer, data: CARData, micro_batches: Sequence[np.ndarray], epoch: int,
-               optimizer: torch.optim.Optimizer, scheduler: Any, grad_clip: float = 1.0) -> float:
-    """One optimizer step over `micro_batches` (gradient accumulation); returns the mean loss."""
-    optimizer.zero_grad(set_to_none=True)
-    n = sum(len(b) for b in micro_batches)
-    total = 0.0
-    for b in micro_batches:
-        loss = group_loss(scorer, data, b, epoch)
-        # Weighted by size, so a short last micro-batch counts as much per example as the others.
-        (loss * len(b) / n).backward()
-        total += loss.item() * len(b) / n
-    torch.nn.utils.clip_grad_norm_(scorer.model.parameters(), grad_clip)
-    optimizer.step()
-    scheduler.step()
-    return total
-
-
 # ---------------------------------------------------------------------------------------
 # The run
 
@@ -242,122 +223,116 @@ def _subset(items: list, n: int | None, seed: int) -> list:
     return [items[i] for i in keep]
 
 
-def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = None) -> Path:
-    """Train CAR on `cfg.train_split` with negatives mined by `first_stage`; return the folder
-    of the best model (by validation R@5 of the re-ranked list).
+class CARStage(Stage):
+    """Groups of one positive and `car.negatives` negatives (`CARData`), `group_loss`;
+    validation R@5 of the re-ranked list keeps the best model."""
 
-    `init_path`: the starting encoder (default `car.init`, else `<run_dir>/pretrain/model`). The corpus is
-    the first stage's, so corpus indices agree between mining, training and evaluation."""
+    label = "train CAR"
+
+    def __init__(self, cfg: Any, scorer: CARScorer, data: CARData, first_stage: Retriever,
+                 val: list[PremiseQuery]) -> None:
+        c = cfg.car
+        self.cfg, self.c, self.scorer, self.model, self.data = cfg, c, scorer, scorer.model, data
+        self.first_stage, self.val = first_stage, val
+        self.recipe = Recipe(
+            lr=c.lr, batch_size=c.batch_size, grad_accum=c.grad_accum, epochs=c.epochs,
+            max_steps=c.max_steps, max_minutes=c.max_minutes, weight_decay=c.weight_decay,
+            warmup_steps=c.warmup_steps, log_every=c.log_every, checkpoint_every=c.checkpoint_every,
+            eval_every=c.eval_every, eval_at_start=False, select="R@5", unit="pairs")
+
+    def micro_batches(self, epoch: int) -> list[np.ndarray]:
+        return _epoch_batches(len(self.data), self.c.batch_size, self.cfg.seed, epoch)
+
+    def batch(self, examples: np.ndarray, epoch: int, index: int) -> tuple[np.ndarray, int]:
+        return examples, epoch  # groups are drawn from (seed, epoch, example) in the loss
+
+    def loss(self, batch: tuple[np.ndarray, int]) -> torch.Tensor:
+        return group_loss(self.scorer, self.data, *batch)
+
+    def count(self, batch: tuple[np.ndarray, int], examples: np.ndarray) -> int:
+        return len(examples) * (1 + self.c.negatives)
+
+    def evaluate(self, extra: dict) -> dict[str, float]:
+        return validate(self.scorer, self.first_stage, self.val, self.c.k1, self.c.k2, self.c.first_stage_weight)
+
+    def save(self, run: RunDir, metrics: dict[str, float]) -> None:
+        self.scorer.save_pretrained(run.model_dir)
+
+
+def _car_inputs(cfg: Any, corpus: Corpus) -> tuple[list[StatePremisePair], Any, list[PremiseQuery]]:
     c = cfg.car
-    set_seed(cfg.seed)
-    device = pick_device(cfg.device)
-    run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
-    init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
-    corpus = first_stage.corpus
-
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     pairs, pair_stats = state_premise_pairs(ds.theorems(cfg.train_split), corpus, ds.skips)
     if c.max_train_pairs is not None and c.max_train_pairs < len(pairs):
         log.info("CAR: training on a fixed random %d of %d pairs (car.max_train_pairs)", c.max_train_pairs, len(pairs))
         pairs = _subset(pairs, c.max_train_pairs, cfg.seed)
     val, _ = premise_queries(ds.theorems(cfg.val_split), corpus, ds.skips)
-    val = _subset(val, c.eval_queries, cfg.seed)
+    return pairs, pair_stats, _subset(val, c.eval_queries, cfg.seed)
+
+
+def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = None) -> Path:
+    """Train CAR on `cfg.train_split` with negatives mined by `first_stage`; return the folder
+    of the best model (by validation R@5 of the re-ranked list).
+
+    `init_path`: the starting encoder (default `car.init`, else `<run_dir>/pretrain/model`). The corpus is
+    the first stage's, so corpus indices agree between mining, training and evaluation.
+    Hard negatives and the first stage's own validation are computed here, once; with
+    `trainer.workers` > 1 the workers rebuild the first stage by its registered name."""
+    run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
+    if run.finished():
+        log.info("CAR already trained; best model in %s", run.model_dir)
+        return run.model_dir
+    pairs, _, val = _car_inputs(cfg, first_stage.corpus)
+    mine_hard_negatives(first_stage, pairs, first_stage.corpus, cfg.car.hard_negatives_k,
+                        run.path / "hard_negatives.jsonl")
+    first_val_path = run.path / "first_stage_val.json"
+    if not first_val_path.exists():
+        metrics = evaluate(first_stage, val, ks=(1, 5, 10)).metrics if val else {}
+        write_json(first_val_path, metrics)
+        run.log(step=0, first_stage=first_stage.name, **{f"val_{m}": v for m, v in metrics.items()})
+    alone = cfg.trainer.workers <= 1
+    launch(_train_car, cfg, first_stage if alone else first_stage.name, init_path,
+           trainer=cfg.trainer, run_dir=run.path)
+    return run.model_dir
+
+
+def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | None) -> None:
+    c = cfg.car
+    workers, device = begin(cfg.seed, cfg.device)
+    if isinstance(first_stage, str):  # a Ray Train worker: the retriever itself does not travel
+        from retriever.registry import build_retriever
+        ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+        first_stage = build_retriever(first_stage, ds.corpus(), cfg)
+    run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
+    init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
+    corpus = first_stage.corpus
+    pairs, pair_stats, val = _car_inputs(cfg, corpus)
     hard = mine_hard_negatives(first_stage, pairs, corpus, c.hard_negatives_k,
-                               run.path / "hard_negatives.jsonl")
+                               run.path / "hard_negatives.jsonl")  # read from the cache
     data = CARData(pairs, hard, corpus, c.negatives, cfg.seed, c.random_negatives)
     if not len(data):
         raise ValueError(f"no training pairs with known premises in {cfg.train_split}")
     log.info("CAR: %d pairs, %d examples (1 positive + %d negatives each), %d val queries",
              len(pairs), len(data), c.negatives, len(val))
-
     scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device, c.attention_dropout,
                                     c.truncation_side)
     scorer.meta = {"k1": c.k1, "k2": c.k2, "first_stage": first_stage.name}
-    model = scorer.model
-    # No weight decay on biases and LayerNorm weights (the usual BERT recipe).
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": c.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=c.lr)
-    n_batches = math.ceil(len(data) / c.batch_size)
-    total_steps = math.ceil(n_batches / c.grad_accum) * c.epochs
-    if c.max_steps is not None:
-        total_steps = min(total_steps, c.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, min(c.warmup_steps, total_steps), total_steps)
-
-    progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
-    if progress.done:
-        log.info("CAR already trained (%d steps); best model in %s", progress.step, run.model_dir)
-        return run.model_dir
-    budget = Budget(progress, c.max_minutes)
-    if "first_stage_val" not in progress.extra:
-        with budget.excluded():
-            progress.extra["first_stage_val"] = (evaluate(first_stage, val, ks=(1, 5, 10)).metrics
-                                                 if val else {})
-        run.log(step=0, first_stage=first_stage.name,
-                **{f"val_{m}": v for m, v in progress.extra["first_stage_val"].items()})
-
-    def check() -> None:
-        """Validate; keep the model if its R@5 is the best so far (or there is no validation)."""
-        with budget.excluded():  # not training: the budget counts training steps only
-            metrics = validate(scorer, first_stage, val, c.k1, c.k2, c.first_stage_weight)
-        run.log(step=progress.step, epoch=progress.epoch, **{f"val_{m}": v for m, v in metrics.items()})
-        r5 = metrics.get("R@5")
-        log.info("step %d: val R@5 %s (first stage %s, best %s)", progress.step, r5,
-                 progress.extra["first_stage_val"].get("R@5"), progress.best_metric)
-        if r5 is None or progress.best_metric is None or r5 > progress.best_metric:
-            progress.best_metric = r5
-            scorer.save_pretrained(run.model_dir)
-
-    model.train()
-    bar = progress_bar(total=total_steps, initial=progress.step, desc="train CAR", unit="step")
-    stop = budget.exhausted() or progress.step >= total_steps
-    seen, t_log = 0, time.perf_counter()  # (state, premise) pairs scored since the last log line
-    while not stop:
-        batches = _epoch_batches(len(data), c.batch_size, cfg.seed, progress.epoch)
-        group = batches[progress.batch_in_epoch: progress.batch_in_epoch + c.grad_accum]
-        loss = train_step(scorer, data, group, progress.epoch, optimizer, scheduler)
-        progress.step += 1
-        progress.batch_in_epoch += len(group)
-        seen += sum(len(b) for b in group) * (1 + c.negatives)
-        epoch_end = progress.batch_in_epoch >= len(batches)
-        if epoch_end:
-            progress.epoch += 1
-            progress.batch_in_epoch = 0
-        finished = progress.step >= total_steps or progress.epoch >= c.epochs
-        stop = finished or budget.exhausted()
-
-        pairs_per_s = seen / max(time.perf_counter() - t_log, 1e-9)
-        bar.update(1)
-        bar.set_postfix(refresh=False, loss=f"{loss:.4f}", pairs_per_s=f"{pairs_per_s:.0f}", epoch=progress.epoch)
-        if progress.step % c.log_every == 0 or stop:
-            run.log(step=progress.step, epoch=progress.epoch, loss=round(loss, 5),
-                    lr=scheduler.get_last_lr()[0], pairs_per_s=round(pairs_per_s, 1),
-                    seconds=round(progress.seconds, 1), cpu_seconds=round(progress.cpu_seconds, 1))
-            seen, t_log = 0, time.perf_counter()
-        # A stopping run validates too: its last model gets its chance to be the best.
-        if ((progress.step % c.eval_every == 0) if c.eval_every else epoch_end) or stop:
-            check()
-        if progress.step % c.checkpoint_every == 0 or epoch_end or stop:
-            progress.done = finished
-            budget.tick()
-            run.save_checkpoint(model, optimizer, scheduler, progress)
-    bar.close()
-
-    if not run.model_dir.exists():  # resumed into an exhausted budget before any validation
-        check()
+    stage = CARStage(cfg, scorer, data, first_stage, val)
+    result = fit(stage, run, device, workers, cfg.seed, cfg.trainer)
+    if not workers.main:
+        return
+    progress = result.progress
+    first_val = json.loads((run.path / "first_stage_val.json").read_text())
     write_json(run.path / "summary.json", {
         "first_stage": first_stage.name, "init_path": str(init_path), "git_commit": git_commit(),
         "car": OmegaConf.to_container(OmegaConf.structured(c)),
         "pairs": pair_stats.as_dict(), "examples": len(data),
         "mean_hard_negatives": round(float(np.mean([len(v) for v in hard.values()])), 2) if hard else 0,
-        "val_queries": len(val), "first_stage_val": progress.extra["first_stage_val"],
+        "val_queries": len(val), "first_stage_val": first_val,
         "best_val_R@5": progress.best_metric, "steps": progress.step, "epoch": progress.epoch,
         "train_seconds": round(progress.seconds, 1), "train_cpu_seconds": round(progress.cpu_seconds, 1),
-        "done": progress.done,
+        "done": progress.done, "workers": result.workers,
         "model": str(run.model_dir),
     })
     log.info("CAR: %d steps in %.0f s; best val R@5 %s (first stage %s); model in %s", progress.step,
-             progress.seconds, progress.best_metric, progress.extra["first_stage_val"].get("R@5"),
-             run.model_dir)
-    return run.model_dir
+             progress.seconds, progress.best_metric, first_val.get("R@5"), run.model_dir)

@@ -14,10 +14,9 @@ Runs resume from their checkpoint (same batches, same negatives: both are functi
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
-import math
-import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,19 +25,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
-from transformers import get_linear_schedule_with_warmup
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import PremiseQuery, premise_queries, state_premise_pairs
-from prover.utils.progress import progress_bar
+from prover.data.tactic_steps import tactic_level
+from prover.data.theorem import Theorem
 from retriever.models.cfr import CFREncoder, CFRRetriever, model_fingerprint
 from retriever.evaluation.evaluate import evaluate
 from retriever.settings import CFRConfig
 from retriever.models.text import format_state
-from prover.utils.training import (Budget, Progress, RunDir, epoch_order, mixed_precision, pick_device,
-                                   save_dir_atomically, set_seed)
+from prover.training.engine import Recipe, Stage, begin, fit, fp32
+from prover.training.launch import launch
+from prover.training.run import RunDir, epoch_order, save_dir_atomically
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,25 @@ def untrained_retriever(cfg: Any, corpus: Corpus, init: str | Path | None = None
 def cfr_config(cfg: Any) -> CFRConfig:
     """`cfg.cfr` as a plain CFRConfig (from an OmegaConf node or as is)."""
     return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
+
+
+PAIRS = ("statement", "steps", "exact-steps")
+
+
+def training_theorems(theorems: Iterable[Theorem], pairs: str) -> list[Theorem]:
+    """The training theorems as `cfr.pairs` says (see CFRConfig): statement-level as they are,
+    or their tactic-level pseudo steps (all, or those at an exact state only)."""
+    if pairs not in PAIRS:
+        raise ValueError(f"cfr.pairs={pairs!r}: expected one of {', '.join(PAIRS)}")
+    if pairs == "statement":
+        return list(theorems)
+    steps, stats = tactic_level(theorems, max_target_bytes=0)  # no byte budget: nothing is generated
+    log.info("CFR pairs from tactic-level steps: %s", stats.as_dict()["kept"])
+    if pairs == "exact-steps":
+        steps = [dataclasses.replace(t, traced_tactics=tuple(s for s in t.traced_tactics
+                                                             if not getattr(s, "approximate_state", False)))
+                 for t in steps]
+    return steps
 
 
 def make_batch(positives: Sequence[Sequence[int]], n_premises: int, premises_per_query: int,
@@ -110,145 +129,96 @@ def _val_queries(ds: Dataset, cfg: Any, corpus: Corpus) -> list[PremiseQuery]:
     return queries
 
 
+class CFRStage(Stage):
+    """InfoNCE over a batch's premises (`make_batch`, `info_nce`); validation R@10 over the
+    whole corpus keeps the best model, and with a flat index its corpus vectors beside it."""
+
+    def __init__(self, cfg: Any, model: CFREncoder, corpus: Corpus, states: list[str],
+                 positives: list[list[int]], val: list[PremiseQuery]) -> None:
+        c = cfr_config(cfg)
+        self.cfg, self.c, self.model, self.corpus = cfg, c, model, corpus
+        self.states, self.positives, self.val = states, positives, val
+        self.label = f"train CFR ({c.similarity})"
+        self.recipe = Recipe(
+            lr=c.lr, batch_size=c.batch_size, epochs=c.epochs, max_steps=c.max_steps,
+            max_minutes=c.max_minutes, weight_decay=c.weight_decay, warmup_steps=c.warmup_steps,
+            log_every=c.log_every, checkpoint_every=c.checkpoint_every,
+            eval_every=c.eval_every if val else -1, select="R@10", unit="ex")
+        self.retriever: CFRRetriever | None = None
+
+    def micro_batches(self, epoch: int) -> list[np.ndarray]:
+        order = epoch_order(len(self.states), self.cfg.seed, epoch)
+        bs = self.c.batch_size
+        return [order[lo: lo + bs] for lo in range(0, len(order), bs)]
+
+    def batch(self, examples: np.ndarray, epoch: int, index: int) -> tuple:
+        # Negatives are a function of (seed, epoch, batch): a resumed run draws the same.
+        rng = np.random.default_rng([self.cfg.seed, epoch, index])
+        ids, targets, mask = make_batch([self.positives[i] for i in examples], len(self.corpus),
+                                        self.c.premises_per_query, rng)
+        device = next(self.model.parameters()).device
+        return ([self.states[i] for i in examples], [self.corpus.premises[j] for j in ids],
+                targets.to(device), mask.to(device))
+
+    def loss(self, batch: tuple) -> torch.Tensor:
+        states, premises, targets, mask = batch
+        s = self.model.embed_states(states)
+        p = self.model.embed_premises(premises)
+        with fp32():
+            return info_nce(s.float(), p.float(), targets, mask, self.c.temperature)
+
+    def evaluate(self, extra: dict) -> dict[str, float]:
+        # Exact (flat) search, so the number reflects the model, not the index.
+        self.retriever = CFRRetriever(self.corpus, self.model, replace(self.c, index="flat"))
+        return evaluate(self.retriever, self.val, ks=(1, 5, 10), rankings_k=10).metrics
+
+    def save(self, run: RunDir, metrics: dict[str, float]) -> None:
+        _save_model(self.model, run.model_dir)
+        if metrics and self.c.index == "flat" and self.retriever is not None:
+            # CAR's miner, the benchmark and the service load this instead of re-encoding
+            # the corpus (a quarter of an hour per pass at the small size on one CPU thread).
+            self.retriever.index.meta["model_sha1"] = model_fingerprint(run.model_dir)
+            save_dir_atomically(run.path / "index", self.retriever.index.save)
+
+
 def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
-    """Train (or resume) CFR as `cfg` says; returns the folder of the best model."""
+    """Train (or resume) CFR as `cfg` says; returns the folder of the best model.
+    `trainer.workers` > 1 trains on Ray Train workers (prover/training/launch.py); each
+    worker's in-batch negatives are then its own shard's premises."""
+    launch(_train_cfr, cfg, init, trainer=cfg.trainer, run_dir=cfr_run_dir(cfg))
+    return cfr_run_dir(cfg) / "model"
+
+
+def _train_cfr(cfg: Any, init: str | Path | None = None) -> None:
     c = cfr_config(cfg)
-    set_seed(cfg.seed)
-    device = pick_device(cfg.device)
+    workers, device = begin(cfg.seed, cfg.device)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
-    pairs, stats = state_premise_pairs(ds.theorems(cfg.train_split), corpus, ds.skips)
+    pairs, stats = state_premise_pairs(training_theorems(ds.theorems(cfg.train_split), c.pairs), corpus, ds.skips)
     if not pairs:
         raise ValueError(f"no training pairs in {cfg.train_split} of {cfg.data.root}")
-    states = [format_state(p.state) for p in pairs]
-    positives = [p.premises for p in pairs]
     val = _val_queries(ds, cfg, corpus)
-
     run = RunDir(cfr_run_dir(cfg))
     start = init_path(cfg, init)
     model = CFREncoder.from_pretrained(start, c).to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    # No weight decay on biases and LayerNorm weights (nanoGPT's rule: decay matrices only).
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW([
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": c.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=c.lr)
-    per_epoch = math.ceil(len(pairs) / c.batch_size)
-    total = per_epoch * c.epochs if c.max_steps is None else min(per_epoch * c.epochs, c.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, min(c.warmup_steps, total), total)
-    progress = run.load_checkpoint(model, optimizer, scheduler)
-    if progress is not None and progress.done and progress.step >= total:
-        log.info("CFR run %s is complete; nothing to do", run.path)
-        return run.model_dir
-    if progress is None:
-        progress = Progress()
-        run.log(event="start", init=str(start), similarity=c.similarity, pairs=len(pairs),
-                val_queries=len(val), params=n_params, steps=total, pair_stats=stats.as_dict())
-    log.info("CFR (%s): %d pairs, %d steps of %d, %d val queries, %.1fM params, from %s on %s",
-             c.similarity, len(pairs), total, c.batch_size, len(val), n_params / 1e6, start, device)
-    budget = Budget(progress, c.max_minutes)
-
-    def validate() -> None:
-        if not val:
-            return
-        t0 = time.perf_counter()
-        with budget.excluded():  # validation re-encodes the whole corpus: not training
-            # Exact (flat) search, so the number reflects the model, not the index.
-            retriever = CFRRetriever(corpus, model, replace(c, index="flat"))
-            metrics = evaluate(retriever, val, ks=(1, 5, 10), rankings_k=10).metrics
-        r10 = metrics["R@10"]
-        progress.extra["last_eval_step"] = progress.step
-        if progress.step == 0:
-            progress.extra["untrained_R@10"] = r10
-        best = progress.best_metric is None or r10 > progress.best_metric
-        if best:
-            progress.best_metric = r10
-            progress.extra["best_step"] = progress.step
-            _save_model(model, run.model_dir)
-            if c.index == "flat":
-                # CAR's miner, the benchmark and the service load this instead of re-encoding
-                # the corpus (a quarter of an hour per pass at the small size on one CPU thread).
-                retriever.index.meta["model_sha1"] = model_fingerprint(run.model_dir)
-                save_dir_atomically(run.path / "index", retriever.index.save)
-        run.log(step=progress.step, epoch=progress.epoch, **{f"val_{k}": v for k, v in metrics.items()},
-                best=best, eval_seconds=round(time.perf_counter() - t0, 1))
-        log.info("step %d: val R@10 %.4f%s", progress.step, r10, " (best)" if best else "")
-        run.save_checkpoint(model, optimizer, scheduler, progress)  # best_metric agrees with model/
-
-    if progress.step == 0 and "last_eval_step" not in progress.extra:
-        validate()  # the untrained baseline
-    bar = progress_bar(total=total, initial=progress.step, desc=f"train CFR ({c.similarity})", unit="step")
-    window_loss, window_ex, window_t = 0.0, 0, time.perf_counter()
-    stopped = False
-    model.train()
-    while progress.step < total and not stopped:
-        order = epoch_order(len(pairs), cfg.seed, progress.epoch)
-        for b in range(progress.batch_in_epoch, per_epoch):
-            if progress.step >= total:
-                break
-            if budget.exhausted():
-                log.info("budget of %s min spent at step %d", c.max_minutes, progress.step)
-                stopped = True
-                break
-            idx = order[b * c.batch_size: (b + 1) * c.batch_size]
-            rng = np.random.default_rng([cfg.seed, progress.epoch, b])
-            ids, targets, mask = make_batch([positives[i] for i in idx], len(corpus),
-                                            c.premises_per_query, rng)
-            with mixed_precision(device):
-                s = model.embed_states([states[i] for i in idx])
-                p = model.embed_premises([corpus.premises[j] for j in ids])
-            loss = info_nce(s.float(), p.float(), targets.to(device), mask.to(device), c.temperature)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            progress.step += 1
-            progress.batch_in_epoch = b + 1
-            window_loss += loss.item() * len(idx)
-            window_ex += len(idx)
-            bar.update(1)
-            if progress.step % c.log_every == 0 or progress.step == total:
-                now = time.perf_counter()
-                row = {"loss": round(window_loss / window_ex, 4),
-                       "ex_per_s": round(window_ex / max(now - window_t, 1e-9), 1)}
-                bar.set_postfix(refresh=False, **row)
-                budget.tick()
-                run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
-                        seconds=round(progress.seconds, 1), **row)
-                window_loss, window_ex, window_t = 0.0, 0, now
-            if c.eval_every > 0 and progress.step % c.eval_every == 0:
-                validate()
-                model.train()
-            if progress.step % c.checkpoint_every == 0:
-                run.save_checkpoint(model, optimizer, scheduler, progress)
-        if progress.batch_in_epoch >= per_epoch:
-            progress.epoch += 1
-            progress.batch_in_epoch = 0
-            if c.eval_every == 0:
-                validate()
-                model.train()
-    bar.close()
-
-    # The last step is always evaluated (a budget stop too: the best model must be chosen
-    # among all it saw); without validation the last model is the model.
-    if val and progress.extra.get("last_eval_step") != progress.step:
-        validate()
-    elif not val:
-        _save_model(model, run.model_dir)
-    budget.tick()
-    progress.done = progress.step >= total
-    run.save_checkpoint(model, optimizer, scheduler, progress)
+    stage = CFRStage(cfg, model, corpus, [format_state(p.state) for p in pairs], [p.premises for p in pairs], val)
+    if workers.main and not (run.checkpoint / "state.pt").exists():
+        run.log(event="setup", init=str(start), similarity=c.similarity, pairs=len(pairs),
+                val_queries=len(val), pair_stats=stats.as_dict())
+    log.info("CFR (%s): %d pairs, %d val queries, from %s", c.similarity, len(pairs), len(val), start)
+    result = fit(stage, run, device, workers, cfg.seed, cfg.trainer)
+    if not workers.main:
+        return
+    progress = result.progress
     summary = {"similarity": c.similarity, "init": str(start), "done": progress.done,
                "steps": progress.step, "epochs": progress.epoch, "seconds": round(progress.seconds, 1),
-               "cpu_seconds": round(progress.cpu_seconds, 1),
-               "pairs": len(pairs), "params": n_params, "val_split": cfg.val_split,
+               "cpu_seconds": round(progress.cpu_seconds, 1), "workers": result.workers,
+               "pairs": len(pairs), "params": result.parameters, "val_split": cfg.val_split,
                "val_queries": len(val), "best_val_R@10": progress.best_metric,
                "best_step": progress.extra.get("best_step"), "warmup_steps": c.warmup_steps,
-               "device": str(device),
-               "untrained_val_R@10": progress.extra.get("untrained_R@10")}
+               "device": result.device,
+               "untrained_val_R@10": (progress.extra.get("initial_val") or {}).get("R@10")}
     write_json(run.path / "summary.json", summary)
     log.info("CFR %s after %d steps (%.0f s): best val R@10 %s; model in %s",
              "done" if progress.done else "stopped", progress.step, progress.seconds,
              progress.best_metric, run.model_dir)
-    return run.model_dir

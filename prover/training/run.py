@@ -131,6 +131,14 @@ class RunDir:
         self.model_dir = self.path / "model"
         self.log_path = self.path / "train_log.jsonl"
 
+    def finished(self) -> bool:
+        """Whether a run here ended (its checkpoint says done, and its model is saved); read
+        without loading the weights and optimizer state."""
+        state = self.checkpoint / "state.pt"
+        if not state.exists() or not (self.model_dir / "config.json").exists():
+            return False
+        return bool(torch.load(state, map_location="cpu", weights_only=False, mmap=True)["progress"]["done"])
+
     def log(self, **row: Any) -> None:
         row = {"time": round(time.time(), 3), **row}  # ms: rates are read off short windows
         with open(self.log_path, "a", encoding="utf-8") as f:

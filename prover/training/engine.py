@@ -1,0 +1,310 @@
+"""The training loop every stage runs through.
+
+A stage (`Stage`) brings its model, its `Recipe` (batch size, learning rate, schedule,
+budgets: read off its own settings), and four things only it knows: the micro-batches of an
+epoch, how to build one, its loss, and its evaluation. `fit` does everything else:
+
+- AdamW (no weight decay on biases and LayerNorm weights unless the recipe says so) and a
+  linear-decay or constant schedule after warm-up;
+- each optimizer step takes the next `grad_accum` micro-batches of the epoch; each
+  micro-batch's mean loss is weighted by its share of the step's weight (its examples, or
+  the masked tokens of MLM), so the gradient is that of one big batch, on one worker or many;
+- data-parallel workers (`workers.Workers`): each takes its shard of every micro-batch,
+  gradients are summed over workers, rank 0 evaluates, saves and logs;
+- bf16 autocast on CUDA around the stage's loss (a stage computes a contrastive loss's
+  logits in fp32 itself); nothing on a CPU;
+- gradient clipping, evaluation every `eval_every` steps or each epoch, the best model by
+  `select` kept in `model/`, checkpoints that resume mid-epoch with the same batches,
+  the CPU-time budget (`Budget`), a labelled progress bar and `train_log.jsonl`.
+
+Batch plans and per-batch randomness are functions of (seed, epoch, batch), so a resumed run
+sees the batches it would have seen; a one-worker run on one CPU thread is byte-for-byte
+reproducible.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+from prover.training.run import Budget, Progress, RunDir, mixed_precision, save_dir_atomically, set_seed
+from prover.training.settings import TrainerConfig
+from prover.training.workers import Workers
+from prover.utils.progress import progress_bar
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Recipe:
+    """How a stage optimizes. Batch sizes are global: split over the workers."""
+
+    lr: float
+    batch_size: int
+    grad_accum: int = 1
+    epochs: int = 1
+    max_steps: int | None = None  # optimizer steps in all (a linear schedule ends here)
+    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU (`Budget`)
+    weight_decay: float = 0.0
+    decay_1d: bool = False  # also decay biases and LayerNorm weights (ReProver's AdamW does)
+    warmup_steps: int = 0
+    schedule: str = "linear"  # "linear": decay to zero at the last step; "constant" after warm-up
+    grad_clip: float = 1.0
+    log_every: int = 50
+    checkpoint_every: int = 500
+    eval_every: int = 0  # optimizer steps between evaluations (0: each epoch; -1: never)
+    eval_at_start: bool = True  # evaluate the untrained model: the reference for every later one
+    select: str | None = None  # the metric that keeps the best model in model/ (None: the last one)
+    mode: str = "max"  # whether a larger or a smaller `select` is better
+    unit: str = "examples"  # what `Stage.count` counts, for the throughput column
+
+
+class Stage:
+    """What is particular to one training stage. Subclasses set `label`, `model`, `recipe`."""
+
+    label: str
+    model: torch.nn.Module
+    recipe: Recipe
+
+    def micro_batches(self, epoch: int) -> list[np.ndarray]:
+        """The epoch's micro-batches of example indices, a function of (seed, epoch) only."""
+        raise NotImplementedError
+
+    def batch(self, examples: np.ndarray, epoch: int, index: int) -> Any:
+        """The model's inputs for these examples (this worker's shard of micro-batch `index`)."""
+        raise NotImplementedError
+
+    def loss(self, batch: Any) -> torch.Tensor:
+        """The mean loss over the batch's weight units (its examples, unless `weight` says)."""
+        raise NotImplementedError
+
+    def weight(self, batch: Any, examples: np.ndarray) -> float:
+        """The batch's share of a step: what its mean loss is a mean over."""
+        return float(len(examples))
+
+    def count(self, batch: Any, examples: np.ndarray) -> int:
+        """How many `recipe.unit` the batch holds (throughput only)."""
+        return len(examples)
+
+    def evaluate(self, extra: dict[str, Any]) -> dict[str, float]:
+        """Validation metrics (rank 0 only); `extra` persists across resumes. {}: none."""
+        return {}
+
+    def save(self, run: RunDir, metrics: dict[str, float]) -> None:
+        """Write the model (best so far, or final) to `run.model_dir`."""
+        save_dir_atomically(run.model_dir, self.model.save_pretrained)
+
+
+@dataclass
+class Result:
+    progress: Progress
+    total_steps: int
+    stopped_by: str  # "end" or "budget"
+    parameters: int
+    workers: int
+    device: str
+    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's
+
+
+def optimizer_for(model: torch.nn.Module, recipe: Recipe) -> torch.optim.AdamW:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if recipe.decay_1d:
+        return torch.optim.AdamW(params, lr=recipe.lr, weight_decay=recipe.weight_decay)
+    # As in BERT and nanoGPT: decay the matrices only, not biases and LayerNorm weights.
+    return torch.optim.AdamW([
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": recipe.weight_decay},
+        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=recipe.lr)
+
+
+def total_steps(recipe: Recipe, micro_per_epoch: int) -> int:
+    total = math.ceil(micro_per_epoch / recipe.grad_accum) * recipe.epochs
+    return total if recipe.max_steps is None else min(total, recipe.max_steps)
+
+
+def begin(seed: int, device: str) -> tuple[Workers, torch.device]:
+    """First thing in a stage's worker function: the seed (before the model is built, so
+    every worker builds the same one) and this worker's place and device."""
+    set_seed(seed)
+    workers = Workers()
+    return workers, workers.device(device)
+
+
+def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed: int,
+        trainer: TrainerConfig | None = None) -> Result:
+    """Train `stage` (or resume it from `run`'s checkpoint) until its steps or budget end.
+    Every worker returns the result; only rank 0's has evaluated and saved."""
+    check_replicas = trainer is not None and trainer.check_replicas
+    if workers.world > 1:
+        set_seed(seed + workers.rank)  # masks and dropout differ by worker; weights come from rank 0
+    r, model = stage.recipe, stage.model
+    plans: dict[int, list[np.ndarray]] = {}
+
+    def plan(epoch: int) -> list[np.ndarray]:
+        if epoch not in plans:
+            plans.clear()
+            plans[epoch] = stage.micro_batches(epoch)
+        return plans[epoch]
+
+    total = total_steps(r, len(plan(0)))
+    optimizer = optimizer_for(model, r)
+    scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if r.schedule == "constant"
+                 else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
+    progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
+    workers.broadcast_weights(model)
+    n_params = sum(p.numel() for p in model.parameters())
+    result = Result(progress, total, "end", n_params, workers.world, str(device))
+    if progress.done and progress.step >= total:
+        log.info("%s: already trained (%d steps); model in %s", stage.label, progress.step, run.model_dir)
+        return result
+    attempt = progress.extra["attempts"] = progress.extra.get("attempts", 0) + 1
+    if workers.main:
+        run.log(event="start", attempt=attempt, step=progress.step, total_steps=total,
+                parameters=n_params, workers=workers.world, device=str(device))
+    log.info("%s: %.2fM parameters, %d steps of %d x %d on %d worker(s), %s (attempt %d, from step %d)",
+             stage.label, n_params / 1e6, total, r.batch_size, r.grad_accum, workers.world, device,
+             attempt, progress.step)
+    budget = Budget(progress, r.max_minutes)
+    autocast = (lambda: mixed_precision(device))
+
+    def save_checkpoint() -> None:
+        budget.tick()
+        if workers.main:
+            run.save_checkpoint(model, optimizer, scheduler, progress)
+
+    def evaluate() -> None:
+        with budget.excluded():
+            metrics = {}
+            if workers.main:
+                was_training = model.training
+                model.eval()
+                metrics = stage.evaluate(progress.extra)
+                model.train(was_training)
+            workers.barrier()
+        result.metrics = metrics
+        progress.extra["last_eval_step"] = progress.step
+        if progress.step == 0:
+            progress.extra.setdefault("initial_val", metrics)
+        progress.extra["last_val"] = metrics
+        if metrics:
+            progress.extra.setdefault("evaluations", []).append(
+                {"step": progress.step, "epoch": progress.epoch, **metrics})
+        best = False
+        if r.select is not None:
+            value = metrics.get(r.select)
+            better = (progress.best_metric is None or value is None or
+                      (value > progress.best_metric if r.mode == "max" else value < progress.best_metric))
+            if better:
+                best = True
+                progress.best_metric = value
+                progress.extra["best_step"] = progress.step
+                if workers.main:
+                    stage.save(run, metrics)
+        if workers.main and metrics:
+            run.log(step=progress.step, epoch=progress.epoch, best=best,
+                    **{f"val_{k}": v for k, v in metrics.items()})
+        if metrics:
+            log.info("%s, step %d: val %s%s", stage.label, progress.step,
+                     {k: round(v, 4) for k, v in metrics.items()}, " (best)" if best else "")
+        save_checkpoint()
+
+    evaluating = r.eval_every >= 0
+    if evaluating and r.eval_at_start and progress.step == 0 and "last_eval_step" not in progress.extra:
+        evaluate()
+
+    bar = progress_bar(total=total, initial=progress.step, desc=stage.label, unit="step",
+                       disable=not workers.main)
+    win_loss, win_steps, win_units, win_t0 = 0.0, 0, 0, time.perf_counter()
+
+    def log_window() -> None:
+        nonlocal win_loss, win_steps, win_units, win_t0
+        if not win_steps:
+            return
+        now = time.perf_counter()
+        budget.tick()
+        row = {"loss": win_loss / win_steps, f"{r.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
+        progress.extra["train_loss"] = row["loss"]
+        if workers.main:
+            run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
+                    seconds=round(progress.seconds, 1), cpu_seconds=round(progress.cpu_seconds, 1), **row)
+        bar.set_postfix(refresh=False, loss=f"{row['loss']:.4f}", **{f"{r.unit}_s": f"{row[f'{r.unit}_per_s']:.0f}"})
+        win_loss, win_steps, win_units, win_t0 = 0.0, 0, 0, now
+
+    model.train()
+    while progress.step < total:
+        if workers.any(budget.exhausted()):
+            result.stopped_by = "budget"
+            log.info("%s: budget of %s min spent at step %d", stage.label, r.max_minutes, progress.step)
+            break
+        epoch, micro = progress.epoch, plan(progress.epoch)
+        b0, b1 = progress.batch_in_epoch, min(progress.batch_in_epoch + r.grad_accum, len(micro))
+        # Build every micro-batch of the step first: MLM's weights (masked tokens) are known
+        # only once its masks are drawn, and the step's gradient is a mean over all of them.
+        shards = [workers.shard(micro[b]) for b in range(b0, b1)]
+        batches = [stage.batch(s, epoch, b) for s, b in zip(shards, range(b0, b1))]
+        weights = [stage.weight(x, s) for x, s in zip(batches, shards)]
+        step_weight = workers.sum(sum(weights))
+        step_loss = 0.0
+        for x, w in zip(batches, weights):
+            if w == 0:
+                continue
+            with autocast():
+                loss = stage.loss(x)
+            (loss * (w / step_weight)).backward()
+            step_loss += loss.item() * w / step_weight
+        workers.sum_gradients(model)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), r.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        progress.step += 1
+        progress.batch_in_epoch = b1
+        epoch_end = b1 >= len(micro)
+        if epoch_end:
+            progress.epoch += 1
+            progress.batch_in_epoch = 0
+        win_loss += workers.sum(step_loss)
+        win_steps += 1
+        win_units += sum(stage.count(x, s) for x, s in zip(batches, shards))
+        bar.update(1)
+        if check_replicas:
+            same = workers.replicas_equal(model)
+            if workers.main:
+                run.log(step=progress.step, replicas_equal=same)
+        if progress.step % r.log_every == 0 or progress.step == total:
+            log_window()
+        if evaluating and ((progress.step % r.eval_every == 0) if r.eval_every > 0 else epoch_end):
+            log_window()
+            evaluate()
+            win_t0 = time.perf_counter()  # keep evaluation time out of the throughput
+        elif progress.step % r.checkpoint_every == 0:
+            save_checkpoint()
+    bar.close()
+    log_window()
+    # The last step is always evaluated (a budget stop too): the best model is chosen among
+    # every one the run saw.
+    if evaluating and progress.extra.get("last_eval_step") != progress.step:
+        evaluate()
+    if workers.main and (r.select is None or "best_step" not in progress.extra):
+        stage.save(run, result.metrics)
+    progress.done = progress.step >= total
+    save_checkpoint()
+    if workers.main:
+        run.log(event="stop", attempt=attempt, step=progress.step, stopped_by=result.stopped_by,
+                seconds=round(progress.seconds, 1))
+    workers.barrier()
+    return result
+
+
+@contextlib.contextmanager
+def fp32() -> Any:
+    """No autocast inside: a contrastive loss divides by a temperature of 0.02-0.05, so its
+    logits are computed in fp32 even when the encoders ran in bf16."""
+    with torch.autocast("cuda", enabled=False):
+        yield
