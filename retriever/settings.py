@@ -81,6 +81,13 @@ class CFRConfig:
     # their own. "exact-steps": only the steps whose state is exact (a `by` proof's first
     # tactic, a term proof), each with its own premises.
     pairs: str = "statement"
+    # Negatives (issue 28). None: each state's |P'| − 1 negatives drawn uniformly from the
+    # corpus. A registered retriever's name (e.g. bm25): drawn from that retriever's top
+    # `hard_negatives_k` for the state, positives removed (mined once, cached in the run folder
+    # as CAR's are); a state with none mined falls back to uniform ones. In-batch negatives
+    # (every other state's premises) stay as they are.
+    hard_negatives: str | None = None
+    hard_negatives_k: int = 50
 
 
 @dataclass

@@ -128,6 +128,32 @@ def test_make_batch_dedupes_and_masks_other_positives():
     assert targets[0] == targets[1]
 
 
+def test_make_batch_draws_each_states_negatives_from_its_mined_ones():
+    positives, hard = [[5, 7], [7], [1, 2, 3]], [[8, 9], [], [4]]
+    for seed in range(30):
+        ids, targets, _ = make_batch(positives, n_premises=100, premises_per_query=3,
+                                     rng=np.random.default_rng(seed), hard=hard)
+        chosen = {int(ids[t]) for t in targets}
+        others = set(ids.tolist()) - chosen
+        # State 0's two negatives come from {8, 9}, state 2's from {4}; state 1 has none mined
+        # and draws uniformly: at most 2 candidates outside the mined lists and the positives.
+        assert len(others - {8, 9, 4}) <= 2
+        assert 4 in ids and ({8, 9} & set(ids.tolist()))
+
+
+def test_training_with_hard_negatives_mines_every_pair_once_and_trains(tmp_path, mini_root, mini_encoder):
+    cfg = tiny_cfg(mini_root, tmp_path / "run", mini_encoder, "cfr.batch_size=16", "cfr.max_steps=3",
+                   "cfr.eval_every=-1", "cfr.hard_negatives=bm25", "cfr.hard_negatives_k=10")
+    train_cfr(cfg)  # the training worker reads the cache only: it has no retriever to ask
+    lines = [json.loads(line) for line in (tmp_path / "run/cfr/hard_negatives.jsonl").open()]
+    ds = Dataset(mini_root)
+    pairs, _ = state_premise_pairs(ds.theorems(cfg.train_split), ds.corpus())
+    assert len(lines) == len(pairs) and all(len(r["negatives"]) <= 10 for r in lines)
+    assert sum(len(r["negatives"]) > 0 for r in lines) > 0.9 * len(lines)
+    summary = json.loads((tmp_path / "run/cfr/summary.json").read_text())
+    assert summary["done"] and summary["steps"] == 3
+
+
 # --- similarity -----------------------------------------------------------------------------
 
 def test_fine_score_is_mean_of_args_and_goal_scores(synth, synth_retriever):

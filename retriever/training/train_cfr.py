@@ -29,11 +29,13 @@ from omegaconf import OmegaConf
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
-from prover.data.pairs import PremiseQuery, premise_queries, state_premise_pairs
+from prover.data.pairs import PairStats, PremiseQuery, StatePremisePair, premise_queries, state_premise_pairs
 from prover.data.tactic_steps import tactic_level
 from prover.data.theorem import Theorem
 from retriever.models.cfr import CFREncoder, CFRRetriever, model_fingerprint
+from retriever.base import Retriever
 from retriever.evaluation.evaluate import evaluate
+from retriever.training.hard_negatives import mine_hard_negatives
 from retriever.settings import CFRConfig
 from retriever.models.text import format_state
 from prover.training.engine import Recipe, Stage, begin, fit, fp32
@@ -63,6 +65,17 @@ def cfr_config(cfg: Any) -> CFRConfig:
     return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
 
 
+class _CacheOnly(Retriever):
+    """Stands for the mining retriever in a worker: every pair is in the cache already."""
+
+    def __init__(self, name: str, corpus: Corpus) -> None:
+        super().__init__(corpus)
+        self.name = name
+
+    def retrieve(self, states, k, contexts=None):  # noqa: ANN001, ANN201
+        raise RuntimeError("hard negatives missing from the cache: run train_cfr, which mines them first")
+
+
 PAIRS = ("statement", "steps", "exact-steps")
 
 
@@ -83,8 +96,10 @@ def training_theorems(theorems: Iterable[Theorem], pairs: str) -> list[Theorem]:
 
 
 def make_batch(positives: Sequence[Sequence[int]], n_premises: int, premises_per_query: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
-    """Sample a batch for the given states' positive premise sets.
+               rng: np.random.Generator, hard: Sequence[Sequence[int]] | None = None
+               ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+    """Sample a batch for the given states' positive premise sets (and, with `hard`, each
+    state's mined negatives to draw its own negatives from).
 
     Returns (premise_ids, targets, mask): the distinct corpus indices that are the batch's
     candidates, each state's target column, and a (B, len(premise_ids)) mask that is True
@@ -92,6 +107,10 @@ def make_batch(positives: Sequence[Sequence[int]], n_premises: int, premises_per
     """
     chosen = [int(rng.choice(np.asarray(pos))) for pos in positives]
     negatives = rng.integers(n_premises, size=(len(positives), premises_per_query - 1))
+    if hard is not None:  # drawn after the uniform ones: without `hard` the stream is unchanged
+        for i, pool in enumerate(hard):
+            if len(pool):
+                negatives[i] = rng.choice(np.asarray(pool), premises_per_query - 1)
     premise_ids = np.unique(np.concatenate([np.asarray(chosen, dtype=np.int64), negatives.ravel()]))
     column = {int(p): j for j, p in enumerate(premise_ids)}
     targets = torch.tensor([column[p] for p in chosen], dtype=torch.long)
@@ -134,10 +153,11 @@ class CFRStage(Stage):
     whole corpus keeps the best model, and with a flat index its corpus vectors beside it."""
 
     def __init__(self, cfg: Any, model: CFREncoder, corpus: Corpus, states: list[str],
-                 positives: list[list[int]], val: list[PremiseQuery]) -> None:
+                 positives: list[list[int]], val: list[PremiseQuery],
+                 hard: list[list[int]] | None = None) -> None:
         c = cfr_config(cfg)
         self.cfg, self.c, self.model, self.corpus = cfg, c, model, corpus
-        self.states, self.positives, self.val = states, positives, val
+        self.states, self.positives, self.val, self.hard = states, positives, val, hard
         self.label = f"train CFR ({c.similarity})"
         self.recipe = Recipe(
             lr=c.lr, batch_size=c.batch_size, epochs=c.epochs, max_steps=c.max_steps,
@@ -155,7 +175,8 @@ class CFRStage(Stage):
         # Negatives are a function of (seed, epoch, batch): a resumed run draws the same.
         rng = np.random.default_rng([self.cfg.seed, epoch, index])
         ids, targets, mask = make_batch([self.positives[i] for i in examples], len(self.corpus),
-                                        self.c.premises_per_query, rng)
+                                        self.c.premises_per_query, rng,
+                                        None if self.hard is None else [self.hard[i] for i in examples])
         device = next(self.model.parameters()).device
         return ([self.states[i] for i in examples], [self.corpus.premises[j] for j in ids],
                 targets.to(device), mask.to(device))
@@ -185,23 +206,43 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
     """Train (or resume) CFR as `cfg` says; returns the folder of the best model.
     `trainer.workers` > 1 trains on Ray Train workers (prover/training/launch.py); each
     worker's in-batch negatives are then its own shard's premises."""
+    c = cfr_config(cfg)
+    if c.hard_negatives and not RunDir(cfr_run_dir(cfg)).finished():
+        # Mined once, here, before any worker starts: the workers read the cache.
+        from retriever.registry import build_retriever
+        _, corpus, pairs, _ = _pairs(cfg)
+        mine_hard_negatives(build_retriever(c.hard_negatives, corpus, cfg), pairs, corpus,
+                            c.hard_negatives_k, cfr_run_dir(cfg) / "hard_negatives.jsonl")
     launch(_train_cfr, cfg, init, trainer=cfg.trainer, run_dir=cfr_run_dir(cfg))
     return cfr_run_dir(cfg) / "model"
+
+
+def _pairs(cfg: Any) -> tuple[Dataset, Corpus, list[StatePremisePair], PairStats]:
+    """The dataset, its corpus and CFR's training pairs (as `cfr.pairs` says), with their counts."""
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    corpus = ds.corpus()
+    pairs, stats = state_premise_pairs(training_theorems(ds.theorems(cfg.train_split), cfr_config(cfg).pairs),
+                                       corpus, ds.skips)
+    if not pairs:
+        raise ValueError(f"no training pairs in {cfg.train_split} of {cfg.data.root}")
+    return ds, corpus, pairs, stats
 
 
 def _train_cfr(cfg: Any, init: str | Path | None = None) -> None:
     c = cfr_config(cfg)
     workers, device = begin(cfg.seed, cfg.device)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
-    corpus = ds.corpus()
-    pairs, stats = state_premise_pairs(training_theorems(ds.theorems(cfg.train_split), c.pairs), corpus, ds.skips)
-    if not pairs:
-        raise ValueError(f"no training pairs in {cfg.train_split} of {cfg.data.root}")
+    ds, corpus, pairs, stats = _pairs(cfg)
     val = _val_queries(ds, cfg, corpus)
     run = RunDir(cfr_run_dir(cfg))
+    hard = None
+    if c.hard_negatives:  # from the cache train_cfr filled; the first stage is not asked again
+        mined = mine_hard_negatives(_CacheOnly(c.hard_negatives, corpus), pairs, corpus, c.hard_negatives_k,
+                                    run.path / "hard_negatives.jsonl")
+        hard = [mined[i] for i in range(len(pairs))]
     start = init_path(cfg, init)
     model = CFREncoder.from_pretrained(start, c).to(device)
-    stage = CFRStage(cfg, model, corpus, [format_state(p.state) for p in pairs], [p.premises for p in pairs], val)
+    stage = CFRStage(cfg, model, corpus, [format_state(p.state) for p in pairs], [p.premises for p in pairs],
+                     val, hard)
     if workers.main and not (run.checkpoint / "state.pt").exists():
         run.log(event="setup", init=str(start), similarity=c.similarity, pairs=len(pairs),
                 val_queries=len(val), pair_stats=stats.as_dict())

@@ -1,0 +1,161 @@
+"""Does CFR earn its place inside the fusion when trained on hard negatives? (issue 28)
+
+The shipped fusion is a logistic regression over the ranks of five no-learning members (bm25,
+usage, locality, neighbors, neighbors-tactic) and conventional CFR, fitted on random/val. Its CFR
+was trained with uniform negatives; inside the fusion it adds [−0.5, +3.8] R@10 points on
+leandojo-real/report (ltr-fusion-mathlib-src.md), an interval that holds zero.
+
+Here each CFR given by `--cfr NAME=RUN_DIR` (a run of `prover retriever train-cfr`, e.g. with
+`cfr.hard_negatives=bm25`, and one with uniform negatives trained beside it from the same
+encoder: the shipped CFR was trained elsewhere, on a GPU) replaces the shipped one: the same
+fusion recipe is fitted on random/val with it as sixth member and scored on real LeanDojo states. Rows on
+`leandojo-real/select` choose; `leandojo-real/report` is scored once. Intervals resample
+theorems. The shipped rows (fusion, CFR alone) are read from their committed rankings.
+
+    python benchmarks/cfr_negatives.py --cfr uniform=runs/retriever-cpu-uni --cfr hard-bm25=runs/retriever-cpu-hn
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.ltr_fusion import DEPTH, MEMBERS, examples, rankings, recall10  # noqa: E402
+from prover.data.halves import half_keys  # noqa: E402
+from prover.data.jsonio import write_json  # noqa: E402
+from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.evaluation.evaluate import per_query_from_rankings  # noqa: E402
+from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
+
+COMMITTED = Path("benchmarks/results/rankings/retrieval-mathlib-src-leandojo-real-val-cpu")
+
+
+def cfr_rankings(cfg, run_dir: str, split: str) -> list[list[int]]:
+    """The CFR of `run_dir`'s top DEPTH for each query of `split` (the order `rankings` uses)."""
+    from omegaconf import OmegaConf
+
+    from retriever.training.train_fusion import member_rankings
+    c = cfg.copy()
+    OmegaConf.update(c, "run_dir", run_dir)
+    OmegaConf.update(c, "fusion.members", ["cfr-conventional"])
+    ranks, _ = member_rankings(c, split)
+    return [r[0] for r in ranks]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="configs/retriever/cpu.yaml")
+    ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
+    ap.add_argument("--cfr", action="append", required=True, help="NAME=RUN_DIR of a trained conventional CFR")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    from omegaconf import OmegaConf
+
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    t0 = time.perf_counter()
+    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
+    OmegaConf.update(cfg, "fusion.members", MEMBERS)
+    OmegaConf.update(cfg, "fusion.max_queries", None)
+    OmegaConf.update(cfg, "fusion.depth", DEPTH)
+    cache = Path("runs/ltr-fusion")
+    fit = rankings(cfg, "random/val", cache)
+    real = rankings(cfg, "leandojo-real/val", cache)
+    halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in real[2]]) for h in ("select", "report")}
+    keys = [(q.theorem, q.tactic_index) for q in real[1]]
+
+    per: dict[str, np.ndarray] = {}
+    fit_ex = examples(*fit[:2], None, None, False)
+    real_ex = examples(*real[:2], None, None, False)
+    model = fit_fusion([e[1:3] for e in fit_ex], MEMBERS, DEPTH, cfg.fusion.l2)
+    per["fusion without CFR"] = np.array([recall10(order(c, model.score(f)), g) for c, f, _, g in real_ex])
+    for row, name in (("fusion", "shipped fusion (uniform-negative CFR)"), ("cfr-conventional", "CFR, uniform negatives (shipped)"),
+                      ("bm25", "bm25")):
+        k, values = per_query_from_rankings(Path(f"{COMMITTED}-{row}.jsonl.gz"))
+        assert k == keys, f"committed {row} rankings are of other queries"
+        per[name] = values["R@10"]
+    trained = {}
+    for spec in args.cfr:
+        name, run_dir = spec.split("=", 1)
+        summary = json.loads((Path(run_dir) / "cfr-conventional" / "summary.json").read_text())
+        trained[name] = {"run_dir": run_dir, "steps": summary["steps"], "cpu_seconds": summary.get("cpu_seconds"),
+                         "best_val_R@10": summary["best_val_R@10"], "done": summary["done"]}
+        fit_c = cfr_rankings(cfg, run_dir, "random/val")
+        real_c = cfr_rankings(cfg, run_dir, "leandojo-real/val")
+        members = MEMBERS + ["cfr-conventional"]
+        fit6 = examples([r + [c] for r, c in zip(fit[0], fit_c)], fit[1], None, None, False)
+        real6 = examples([r + [c] for r, c in zip(real[0], real_c)], real[1], None, None, False)
+        m6 = fit_fusion([e[1:3] for e in fit6], members, DEPTH, cfg.fusion.l2)
+        per[f"fusion with CFR {name}"] = np.array([recall10(order(c, m6.score(f)), g) for c, f, _, g in real6])
+        per[f"CFR {name}"] = np.array([recall10(np.asarray(c), set(q.gold)) for c, q in zip(real_c, real[1])])
+
+    rows = {}
+    for half, mask in halves.items():
+        clusters = [t for t, k in zip(real[2], mask) if k]
+        for name, r in per.items():
+            lo, hi = mean_interval(r[mask], clusters=clusters)
+            rows.setdefault(name, {})[half] = {"R@10": round(100 * float(r[mask].mean()), 1),
+                                               "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+    # The one choice: which CFR the fusion keeps, by select R@10 among the shipped and the new ones.
+    candidates = ["shipped fusion (uniform-negative CFR)"] + [f"fusion with CFR {n}" for n in trained]
+    chosen = max(candidates, key=lambda n: rows[n]["select"]["R@10"])
+    mask = halves["report"]
+    clusters = [t for t, k in zip(real[2], mask) if k]
+    comps = []
+    pairs = [(chosen, "fusion without CFR"), (chosen, "shipped fusion (uniform-negative CFR)")]
+    pairs += [(f"fusion with CFR {n}", "fusion without CFR") for n in trained]
+    names = list(trained)
+    pairs += [(f"fusion with CFR {a}", f"fusion with CFR {b}") for i, a in enumerate(names) for b in names[i + 1:]]
+    pairs += [(f"CFR {a}", f"CFR {b}") for i, a in enumerate(names) for b in names[i + 1:]]
+    pairs += [(f"CFR {n}", "bm25") for n in trained]
+    pairs = list(dict.fromkeys(pairs))
+    for a, b in pairs:
+        if a == b:
+            continue
+        d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
+        comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
+    res = {"benchmark": "cfr-negatives", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
+           "machine": machine(), "members": MEMBERS, "depth": DEPTH, "fitted_on": "random/val",
+           "trained": trained, "chosen_on_select": chosen,
+           "n_queries": {h: int(m.sum()) for h, m in halves.items()},
+           "n_theorems": {h: len({t for t, k in zip(real[2], m) if k}) for h, m in halves.items()},
+           "rows": rows, "report_comparisons": comps,
+           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
+           "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} here, beyond each CFR's training",
+           "peak_rss_gib": round(peak_rss_gib(), 2)}
+    stem = Path("benchmarks/results") / "cfr-negatives-mathlib-src"
+    write_json(stem.with_suffix(".json"), res)
+    stem.with_suffix(".md").write_text(markdown(res))
+    print(markdown(res))
+
+
+def markdown(res: dict) -> str:
+    L = ["# CFR's negatives and its place in the fusion (leandojo-real halves)", "",
+         f"`{res['command']}` at commit {res['git_commit']}; {res['budget']}. Fusion: logistic regression over "
+         f"{', '.join(res['members'])} (top {res['depth']} each) and one conventional CFR, fitted on random/val. "
+         f"Select: {res['n_queries']['select']} queries of {res['n_theorems']['select']} theorems (the choice); "
+         f"report: {res['n_queries']['report']} of {res['n_theorems']['report']}, scored once. Brackets: 95% "
+         "bootstrap intervals resampling theorems.", "",
+         "| CFR run | steps | CPU s | best val R@10 (random/val) | done |", "|---|---|---|---|---|"]
+    L += [f"| {n} (`{t['run_dir']}`) | {t['steps']} | {t['cpu_seconds']} | {t['best_val_R@10']} | {t['done']} |"
+          for n, t in res["trained"].items()]
+    L += ["", "| row | select R@10 | report R@10 |", "|---|---|---|"]
+    L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} | {v['report']['R@10']} {v['report']['ci']} |"
+          for n, v in res["rows"].items()]
+    L += ["", f"Chosen on select: **{res['chosen_on_select']}**. Paired on report (points):", "",
+          "| a | b | a − b |", "|---|---|---|"]
+    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["report_comparisons"]]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()
