@@ -141,8 +141,6 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     """Train `stage` (or resume it from `run`'s checkpoint) until its steps or budget end.
     Every worker returns the result; only rank 0's has evaluated and saved."""
     check_replicas = trainer is not None and trainer.check_replicas
-    if workers.world > 1:
-        set_seed(seed + workers.rank)  # masks and dropout differ by worker; weights come from rank 0
     r, model = stage.recipe, stage.model
     plans: dict[int, list[np.ndarray]] = {}
 
@@ -157,6 +155,10 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if r.schedule == "constant"
                  else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
     progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
+    if workers.world > 1:
+        # Masks and dropout differ by worker (a checkpoint holds rank 0's random state only);
+        # the weights all come from rank 0.
+        set_seed(seed + workers.rank + 7919 * progress.step)
     workers.broadcast_weights(model)
     n_params = sum(p.numel() for p in model.parameters())
     result = Result(progress, total, "end", n_params, workers.world, str(device))
