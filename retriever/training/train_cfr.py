@@ -195,11 +195,18 @@ class CFRStage(Stage):
 
     def save(self, run: RunDir, metrics: dict[str, float]) -> None:
         _save_model(self.model, run.model_dir)
-        if metrics and self.c.index == "flat" and self.retriever is not None:
-            # CAR's miner, the benchmark and the service load this instead of re-encoding
-            # the corpus (a quarter of an hour per pass at the small size on one CPU thread).
-            self.retriever.index.meta["model_sha1"] = model_fingerprint(run.model_dir)
-            save_dir_atomically(run.path / "index", self.retriever.index.save)
+        if self.c.index != "flat":
+            return
+        # CAR's miner, the benchmark and the service load this index instead of re-encoding
+        # the corpus (a quarter of an hour per pass at the small size on one CPU thread).
+        # Without a validation of this model (cfr.eval_every=-1), the corpus is encoded here, once.
+        if not metrics or self.retriever is None:
+            was_training = self.model.training
+            self.model.eval()
+            self.retriever = CFRRetriever(self.corpus, self.model, replace(self.c, index="flat"))
+            self.model.train(was_training)
+        self.retriever.index.meta["model_sha1"] = model_fingerprint(run.model_dir)
+        save_dir_atomically(run.path / "index", self.retriever.index.save)
 
 
 def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
