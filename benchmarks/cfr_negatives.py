@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,11 +26,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.ltr_fusion import DEPTH, MEMBERS, examples, rankings, recall10  # noqa: E402
+from benchmarks.ltr_fusion import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,  # noqa: E402
+                                   rankings, recall10, split_fields)
 from prover.data.halves import half_keys  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from retriever.evaluation.bootstrap import paired_intervals  # noqa: E402
 from retriever.evaluation.evaluate import per_query_from_rankings  # noqa: E402
 from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
 
@@ -53,20 +52,10 @@ def cfr_rankings(cfg, run_dir: str, split: str) -> list[list[int]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="configs/retriever/cpu.yaml")
-    ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
     ap.add_argument("--cfr", action="append", required=True, help="NAME=RUN_DIR of a trained conventional CFR")
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from omegaconf import OmegaConf
-
-    from prover.config import load_config
-    from retriever.settings import RetrieverTrainConfig
+    args = arguments(ap)
     t0 = time.perf_counter()
-    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
-    OmegaConf.update(cfg, "fusion.members", MEMBERS)
-    OmegaConf.update(cfg, "fusion.max_queries", None)
-    OmegaConf.update(cfg, "fusion.depth", DEPTH)
+    cfg = fusion_config(args)
     cache = Path("runs/ltr-fusion")
     fit = rankings(cfg, "random/val", cache)
     real = rankings(cfg, "leandojo-real/val", cache)
@@ -98,13 +87,7 @@ def main() -> None:
         per[f"fusion with CFR {name}"] = np.array([recall10(order(c, m6.score(f)), g) for c, f, _, g in real6])
         per[f"CFR {name}"] = np.array([recall10(np.asarray(c), set(q.gold)) for c, q in zip(real_c, real[1])])
 
-    rows = {}
-    for half, mask in halves.items():
-        clusters = [t for t, k in zip(real[2], mask) if k]
-        for name, r in per.items():
-            lo, hi = mean_interval(r[mask], clusters=clusters)
-            rows.setdefault(name, {})[half] = {"R@10": round(100 * float(r[mask].mean()), 1),
-                                               "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+    rows = half_rows(per, halves, real[2])
     # The one choice: which CFR the fusion keeps, by select R@10 among the shipped and the new ones.
     candidates = ["shipped fusion (uniform-negative CFR)"] + [f"fusion with CFR {n}" for n in trained]
     chosen = max(candidates, key=lambda n: rows[n]["select"]["R@10"])
@@ -124,12 +107,8 @@ def main() -> None:
         d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
         comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
     res = {"benchmark": "cfr-negatives", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
-           "machine": machine(), "members": MEMBERS, "depth": DEPTH, "fitted_on": "random/val",
-           "trained": trained, "chosen_on_select": chosen,
-           "n_queries": {h: int(m.sum()) for h, m in halves.items()},
-           "n_theorems": {h: len({t for t, k in zip(real[2], m) if k}) for h, m in halves.items()},
+           "machine": machine(), **split_fields(halves, real[2]), "trained": trained, "chosen_on_select": chosen,
            "rows": rows, "report_comparisons": comps,
-           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
            "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} here, beyond each CFR's training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
     stem = Path("benchmarks/results") / "cfr-negatives-mathlib-src"

@@ -80,22 +80,53 @@ def recall10(ranked: np.ndarray, gold: set) -> float:
     return len(gold & set(ranked[:10].tolist())) / len(gold)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def half_rows(per: dict[str, np.ndarray], halves: dict[str, np.ndarray], theorems: list[str]) -> dict:
+    """Each row's R@10 on each half, with its interval resampling theorems."""
+    rows: dict = {}
+    for half, mask in halves.items():
+        clusters = [t for t, k in zip(theorems, mask) if k]
+        for name, r in per.items():
+            lo, hi = mean_interval(r[mask], clusters=clusters)
+            rows.setdefault(name, {})[half] = {"R@10": round(100 * float(r[mask].mean()), 1),
+                                               "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+    return rows
+
+
+def split_fields(halves: dict[str, np.ndarray], theorems: list[str]) -> dict:
+    """What every results file of these benchmarks says about the fusion and the halves."""
+    return {"members": MEMBERS, "depth": DEPTH, "fitted_on": "random/val",
+            "n_queries": {h: int(m.sum()) for h, m in halves.items()},
+            "n_theorems": {h: len({t for t, k in zip(theorems, m) if k}) for h, m in halves.items()},
+            "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"}}
+
+
+def arguments(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """The shared flags (the training config, the data), parsed, with logging set up."""
     ap.add_argument("--config", default="configs/retriever/cpu.yaml")
     ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    import lightgbm as lgb
+    return args
+
+
+def fusion_config(args: argparse.Namespace):
+    """The training config with the fusion's members set to the no-learning ones (all queries)."""
     from omegaconf import OmegaConf
 
     from prover.config import load_config
     from retriever.settings import RetrieverTrainConfig
-    t0 = time.perf_counter()
     cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
     OmegaConf.update(cfg, "fusion.members", MEMBERS)
     OmegaConf.update(cfg, "fusion.max_queries", None)
     OmegaConf.update(cfg, "fusion.depth", DEPTH)
+    return cfg
+
+
+def main() -> None:
+    args = arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
+    import lightgbm as lgb
+    t0 = time.perf_counter()
+    cfg = fusion_config(args)
     ds = Dataset(args.data)
     corpus = ds.corpus()
     usage = np.zeros(len(corpus.premises))
@@ -140,13 +171,7 @@ def main() -> None:
     for m, name in enumerate(MEMBERS):  # each member alone, for scale
         per[name] = np.array([recall10(np.asarray(r[m]), set(q.gold)) for r, q in zip(real[0], real[1])])
 
-    rows = {}
-    for half, mask in halves.items():
-        clusters = [t for t, k in zip(real[2], mask) if k]
-        for name, r in per.items():
-            lo, hi = mean_interval(r[mask], clusters=clusters)
-            rows.setdefault(name, {})[half] = {"R@10": round(100 * float(r[mask].mean()), 1),
-                                               "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+    rows = half_rows(per, halves, real[2])
     mask = halves["report"]
     clusters = [t for t, k in zip(real[2], mask) if k]
     comps = []
@@ -158,11 +183,8 @@ def main() -> None:
         d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
         comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
     res = {"benchmark": "ltr-fusion", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
-           "machine": machine(), "members": MEMBERS, "depth": DEPTH, "fitted_on": "random/val",
-           "n_fit_queries": len(fit[1]), "n_queries": {h: int(m.sum()) for h, m in halves.items()},
-           "n_theorems": {h: len({t for t, k in zip(real[2], m) if k}) for h, m in halves.items()},
+           "machine": machine(), **split_fields(halves, real[2]), "n_fit_queries": len(fit[1]),
            "lambdamart_grid": tried, "chosen": best, "rows": rows, "report_comparisons": comps,
-           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
            "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} (member rankings {round(rank_s)})",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
     stem = Path("benchmarks/results") / "ltr-fusion-mathlib-src"
