@@ -249,8 +249,9 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         # Build every micro-batch of the step first: MLM's weights (masked tokens) are known
         # only once its masks are drawn, and the step's gradient is a mean over all of them.
         shards = [workers.shard(micro[b]) for b in range(b0, b1)]
-        batches = [stage.batch(s, epoch, b) for s, b in zip(shards, range(b0, b1))]
-        weights = [stage.weight(x, s) for x, s in zip(batches, shards)]
+        # A last micro-batch smaller than the worker count leaves some workers an empty shard.
+        batches = [stage.batch(s, epoch, b) if len(s) else None for s, b in zip(shards, range(b0, b1))]
+        weights = [stage.weight(x, s) if x is not None else 0.0 for x, s in zip(batches, shards)]
         step_weight = workers.sum(sum(weights))
         step_loss = 0.0
         for x, w in zip(batches, weights):
@@ -273,7 +274,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             progress.batch_in_epoch = 0
         win_loss += workers.sum(step_loss)
         win_steps += 1
-        win_units += sum(stage.count(x, s) for x, s in zip(batches, shards))
+        win_units += sum(stage.count(x, s) for x, s in zip(batches, shards) if x is not None)
         bar.update(1)
         if check_replicas:
             same = workers.replicas_equal(model)
