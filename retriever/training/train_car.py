@@ -211,7 +211,8 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
     if run.finished():
         log.info("CAR already trained; best model in %s", run.model_dir)
         return run.model_dir
-    pairs, _, val = _car_inputs(cfg, first_stage.corpus)
+    inputs = _car_inputs(cfg, first_stage.corpus)
+    pairs, _, val = inputs
     mine_hard_negatives(first_stage, pairs, first_stage.corpus, cfg.car.hard_negatives_k,
                         run.path / "hard_negatives.jsonl")
     first_val_path = run.path / "first_stage_val.json"
@@ -220,12 +221,14 @@ def train_car(cfg: Any, first_stage: Retriever, init_path: str | Path | None = N
         write_json(first_val_path, metrics)
         run.log(step=0, first_stage=first_stage.name, **{f"val_{m}": v for m, v in metrics.items()})
     alone = cfg.trainer.workers <= 1
-    launch(_train_car, cfg, first_stage if alone else first_stage.name, init_path,
+    # Alone, the worker is this process: it takes the inputs read here instead of reading them again.
+    launch(_train_car, cfg, first_stage if alone else first_stage.name, init_path, inputs if alone else None,
            trainer=cfg.trainer, run_dir=run.path)
     return run.model_dir
 
 
-def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | None) -> None:
+def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | None,
+               inputs: tuple[list[StatePremisePair], Any, list[PremiseQuery]] | None = None) -> None:
     c = cfg.car
     workers, device = begin(cfg.seed, cfg.device)
     if isinstance(first_stage, str):  # a Ray Train worker: the retriever itself does not travel
@@ -235,7 +238,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
     run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
     init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
     corpus = first_stage.corpus
-    pairs, pair_stats, val = _car_inputs(cfg, corpus)
+    pairs, pair_stats, val = inputs or _car_inputs(cfg, corpus)
     hard = mine_hard_negatives(first_stage, pairs, corpus, c.hard_negatives_k,
                                run.path / "hard_negatives.jsonl")  # read from the cache
     data = CARData(pairs, hard, corpus, c.negatives, cfg.seed, c.random_negatives)

@@ -214,13 +214,17 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
     `trainer.workers` > 1 trains on Ray Train workers (prover/training/launch.py); each
     worker's in-batch negatives are then its own shard's premises."""
     c = cfr_config(cfg)
+    inputs = None
     if c.hard_negatives and not RunDir(cfr_run_dir(cfg)).finished():
         # Mined once, here, before any worker starts: the workers read the cache.
         from retriever.registry import build_retriever
-        _, corpus, pairs, _ = _pairs(cfg)
+        inputs = _pairs(cfg)
+        _, corpus, pairs, _ = inputs
         mine_hard_negatives(build_retriever(c.hard_negatives, corpus, cfg), pairs, corpus,
                             c.hard_negatives_k, cfr_run_dir(cfg) / "hard_negatives.jsonl")
-    launch(_train_cfr, cfg, init, trainer=cfg.trainer, run_dir=cfr_run_dir(cfg))
+    # Alone, the worker is this process: it takes the pairs read here instead of reading them again.
+    alone = cfg.trainer.workers <= 1
+    launch(_train_cfr, cfg, init, inputs if alone else None, trainer=cfg.trainer, run_dir=cfr_run_dir(cfg))
     return cfr_run_dir(cfg) / "model"
 
 
@@ -235,10 +239,11 @@ def _pairs(cfg: Any) -> tuple[Dataset, Corpus, list[StatePremisePair], PairStats
     return ds, corpus, pairs, stats
 
 
-def _train_cfr(cfg: Any, init: str | Path | None = None) -> None:
+def _train_cfr(cfg: Any, init: str | Path | None = None,
+               inputs: tuple[Dataset, Corpus, list[StatePremisePair], PairStats] | None = None) -> None:
     c = cfr_config(cfg)
     workers, device = begin(cfg.seed, cfg.device)
-    ds, corpus, pairs, stats = _pairs(cfg)
+    ds, corpus, pairs, stats = inputs or _pairs(cfg)
     val = _val_queries(ds, cfg, corpus)
     run = RunDir(cfr_run_dir(cfg))
     hard = None
