@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +41,8 @@ class GeneratorExample:
     # Tactic-level pseudo steps only (prover/data/tactic_steps.py): where the example came from.
     kind: str | None = None
     approximate_state: bool | None = None
+    # Retrieval-augmented inputs: the neighbour tactics the input shows (generator/inputs.py).
+    tactics: tuple[str, ...] = ()
 
     def to_json(self, corpus: Corpus) -> dict:
         """Premises by name: indices mean nothing outside this corpus."""
@@ -51,6 +53,8 @@ class GeneratorExample:
         if self.kind is not None:  # statement-level rows stay as they were, byte for byte
             row["kind"] = self.kind
             row["approximate_state"] = self.approximate_state
+        if self.tactics:
+            row["neighbor_tactics"] = list(self.tactics)
         return row
 
 
@@ -137,8 +141,12 @@ def augment_tactic(rng: np.random.Generator, gold: Sequence[int], accessible: np
 def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentConfig, seed: int,
                      max_bytes: int, skips: SkipLog | None = None, progress: bool = True,
                      premise_text: str = "full",
-                     max_state_bytes: int | None = None) -> tuple[list[GeneratorExample], AugmentStats]:
-    """One example per traced tactic of `theorems` (see the module doc)."""
+                     max_state_bytes: int | None = None,
+                     neighbor_tactics: Callable[[str, str], Sequence[str]] | None = None,
+                     ) -> tuple[list[GeneratorExample], AugmentStats]:
+    """One example per traced tactic of `theorems` (see the module doc). `neighbor_tactics`:
+    (state, theorem key `file::name`) -> the neighbour tactics its input shows, for
+    retrieval-augmented inputs."""
     stats = AugmentStats()
     examples: list[GeneratorExample] = []
     for thm in progress_bar(theorems, desc="augment with premises", unit="theorem", disable=not progress):
@@ -155,8 +163,10 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             premises, positive = augment_tactic(rng, gold, accessible, corpus, cfg, stats)
             stats.with_positives += bool(gold)
             stats.without_premises += not premises
+            shown = (tuple(neighbor_tactics(tac.state_before, f"{thm.file_path}::{thm.full_name}"))
+                     if neighbor_tactics is not None else ())
             text, kept = format_input(tac.state_before, [corpus.premises[i] for i in premises], max_bytes,
-                                      premise_text, max_state_bytes)
+                                      premise_text, max_state_bytes, shown)
             stats.input_bytes.append(n_bytes(text))
             if kept < len(premises):
                 stats.truncated += 1
@@ -165,6 +175,6 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             examples.append(GeneratorExample(thm.full_name, thm.file_path, j, tac.state_before,
                                              tac.tactic, premises, positive,
                                              step.kind if step else None,
-                                             step.approximate_state if step else None))
+                                             step.approximate_state if step else None, shown))
     stats.examples = len(examples)
     return examples, stats

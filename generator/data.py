@@ -24,6 +24,7 @@ from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
 from prover.data.tactic_steps import STEPS_VERSION, tactic_level
 from generator.augment import augment_examples
 from generator.inputs import format_input
+from generator.neighbors import training_neighbors
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ def _fingerprint(cfg: Any, split: str) -> str:
         key["premise_text"] = cfg.input.premise_text
     if cfg.input.get("max_state_bytes") is not None:
         key["max_state_bytes"] = cfg.input.max_state_bytes
+    if cfg.input.get("neighbor_tactics"):
+        key["neighbor_tactics"] = cfg.input.neighbor_tactics
+        key["neighbors"] = OmegaConf.to_container(cfg.neighbors, resolve=True)
     if data.get("granularity", "statement") == "statement":
         # The key as it was before granularity existed: statement-level data built then stays valid.
         data.pop("granularity", None)
@@ -75,14 +79,22 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
     step_stats = None
     if granularity == "tactic":
         theorems, step_stats = tactic_level(theorems, cfg.input.max_target_bytes)
+    neighbor_tactics = None
+    if cfg.input.get("neighbor_tactics"):
+        n = cfg.input.neighbor_tactics
+        nb = training_neighbors(cfg)
+        # Leave the example's own theorem out: at inference the theorem being proved is never
+        # its own neighbour either (callers exclude it), so training sees what inference sees.
+        neighbor_tactics = lambda state, key: nb.top_tactics(state, n, leave_out=key)  # noqa: E731
     examples, st = augment_examples(theorems, corpus, cfg.augment, cfg.seed,
                                     cfg.input.max_bytes, ds.skips, premise_text=cfg.input.premise_text,
-                                    max_state_bytes=cfg.input.max_state_bytes)
+                                    max_state_bytes=cfg.input.max_state_bytes,
+                                    neighbor_tactics=neighbor_tactics)
     rows = []
     for ex in examples:
         row = ex.to_json(corpus)
         row["input"] = format_input(ex.state, [corpus.premises[i] for i in ex.premises], cfg.input.max_bytes,
-                                    cfg.input.premise_text, cfg.input.max_state_bytes)[0]
+                                    cfg.input.premise_text, cfg.input.max_state_bytes, ex.tactics)[0]
         rows.append(row)
     write_jsonl(path, rows)
     stats = {"split": split, "fingerprint": fp, **st.as_dict(), "skips": ds.skips.as_dict()}

@@ -22,7 +22,7 @@ from prover.data.premise import Premise
 from prover.data.theorem import Theorem
 from prover.utils.progress import progress_bar
 from retriever.base import Retriever, TheoremContext
-from generator.inputs import format_input, normalize_tactic
+from generator.inputs import normalize_tactic
 from generator.model import TacticGenerator
 from generator.neighbors import TacticNeighbors
 
@@ -82,11 +82,9 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood. The row's
     "per_example" holds each example's outcomes in example order: "hit@1" and
     f"hit@{num_samples}" (0/1) and "loglik"."""
-    budget = gen.input_cfg.max_bytes
     inputs, shown = [], []
     for ex, ps in zip(examples, premises):
-        text, kept = format_input(ex.state, ps, budget, gen.input_cfg.premise_text,
-                                  gen.input_cfg.max_state_bytes)
+        text, kept = gen.input_text(ex.state, ps)
         inputs.append(text)
         shown.append(kept)
     golds = [ex.tactic for ex in examples]

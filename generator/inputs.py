@@ -7,6 +7,12 @@ premises by name. The byte budget keeps the state whole and drops premises from 
 end of the list (the lowest-ranked) until the rest fit. With `max_state_bytes` the state
 first keeps only its last that many bytes (the goal is at the end): a long real state then
 leaves room for premises, which a whole state past the budget would push out.
+
+Retrieval-augmented inputs (`input.neighbor_tactics`, issue 28) also show the tactics of the
+nearest training states, one per line after a `> ` marker, between the premises and the state:
+the network can then copy a neighbour's tactic and put a premise it is shown into it. They
+claim the budget before the premises (the neighbours alone are a stronger baseline than
+premises are), and the lowest-ranked of either are dropped first.
 """
 from __future__ import annotations
 
@@ -43,18 +49,29 @@ def keep_end(text: str, max_bytes: int) -> str:
     return text if len(raw) <= max_bytes else raw[-max_bytes:].decode("utf-8", errors="ignore")
 
 
-def format_input(state: str, premises: Sequence[Premise], max_bytes: int,
-                 premise_text: str = "full", max_state_bytes: int | None = None) -> tuple[str, int]:
-    """The model input and how many of `premises` (a prefix of them) it holds."""
-    if max_state_bytes is not None:
-        state = keep_end(state, max_state_bytes)
-    budget = max_bytes - n_bytes(state)
-    lines: list[str] = []
-    for p in premises:
-        line = premise_line(p, premise_text) + "\n"
+TACTIC_MARK = "> "  # starts a neighbour-tactic line; no premise name or state line starts so
+
+
+def _fit(lines: Sequence[str], budget: int) -> list[str]:
+    kept: list[str] = []
+    for line in lines:
         cost = n_bytes(line)
         if cost > budget:
             break  # the lowest-ranked go first: never skip one to fit a later, worse one
-        lines.append(line)
+        kept.append(line)
         budget -= cost
-    return "".join(lines) + state, len(lines)
+    return kept
+
+
+def format_input(state: str, premises: Sequence[Premise], max_bytes: int,
+                 premise_text: str = "full", max_state_bytes: int | None = None,
+                 tactics: Sequence[str] = ()) -> tuple[str, int]:
+    """The model input and how many of `premises` (a prefix of them) it holds. `tactics`:
+    neighbour tactics, best first, shown after the premises (module doc)."""
+    if max_state_bytes is not None:
+        state = keep_end(state, max_state_bytes)
+    budget = max_bytes - n_bytes(state)
+    shown = _fit([TACTIC_MARK + normalize_tactic(t) + "\n" for t in tactics], budget)
+    budget -= sum(n_bytes(t) for t in shown)
+    lines = _fit([premise_line(p, premise_text) + "\n" for p in premises], budget)
+    return "".join(lines) + "".join(shown) + state, len(lines)

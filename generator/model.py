@@ -27,10 +27,11 @@ from pathlib import Path
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
-from generator.inputs import normalize_tactic
+from generator.inputs import format_input, normalize_tactic
 from generator.neighbors import TacticNeighbors
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
+from prover.data.premise import Premise
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,22 @@ class TacticGenerator:
             save_pool(path, self.pool)
         if self.neighbors is not None:
             self.neighbors.save(path)
+
+    def input_text(self, state: str, premises: Sequence[Premise] = (),
+                   max_bytes: int | None = None) -> tuple[str, int]:
+        """The input this model was trained on for `state` and `premises` (best first), and
+        how many premises it holds: its byte budgets, and for a retrieval-augmented model
+        (`input.neighbor_tactics`) the tactics of its nearest training states."""
+        cfg = self.input_cfg
+        tactics: list[str] = []
+        if cfg.neighbor_tactics:
+            if self.neighbors is None:
+                raise UserInputError(f"this generator was trained to see {cfg.neighbor_tactics} neighbour "
+                                     f"tactics, but its folder has no tactic_neighbors/: rebuild them "
+                                     f"with `prover generator neighbors --config ...`")
+            tactics = self.neighbors.top_tactics(state, cfg.neighbor_tactics)
+        return format_input(state, premises, max_bytes or cfg.max_bytes, cfg.premise_text,
+                            cfg.max_state_bytes, tactics)
 
     @property
     def max_input_tokens(self) -> int:

@@ -64,6 +64,7 @@ class TacticNeighbors:
         self.cfg = cfg
         self.scorer = PostingScorer(bm25)
         self.hidden: np.ndarray | None = None  # training states left out (their theorem is being proved)
+        self._by_source: dict[str, np.ndarray] | None = None  # theorem key -> its states
 
     def exclude(self, keys: Iterable[str]) -> int:
         """Leave out every training state of these theorems (`file::name`): a search or an
@@ -137,8 +138,10 @@ class TacticNeighbors:
         to `state`, nearest first, ties to the earlier example; only states sharing a token."""
         return [(self.tactics[d], score) for d, score in self.nearest_states(state, k)]
 
-    def nearest_states(self, state: str, k: int | None = None) -> list[tuple[int, float]]:
-        """(training state index, BM25 score) of the k nearest, as `nearest`."""
+    def nearest_states(self, state: str, k: int | None = None,
+                       leave_out: str | None = None) -> list[tuple[int, float]]:
+        """(training state index, BM25 score) of the k nearest, as `nearest`; `leave_out`: a
+        theorem key (`file::name`) whose states are not neighbours (a training example's own)."""
         vocab = self.bm25.vocab_dict
         toks = [t for t in lean_tokens(state[: self.cfg.max_query_chars]) if t in vocab]
         if not toks:
@@ -146,12 +149,30 @@ class TacticNeighbors:
         sim = self.scorer(toks)
         if self.hidden is not None:
             sim = np.where(self.hidden, 0.0, sim)
+        if leave_out is not None:
+            sim[self._states_of(leave_out)] = 0.0
         return [(int(d), float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
 
-    def distribution(self, state: str) -> dict[str, float]:
+    def _states_of(self, key: str) -> np.ndarray:
+        if self.sources is None:
+            raise ValueError("these tactic neighbours were indexed without their theorems")
+        if self._by_source is None:
+            groups: dict[str, list[int]] = {}
+            for i, src in enumerate(self.sources):
+                groups.setdefault(src, []).append(i)
+            self._by_source = {src: np.asarray(ix, dtype=np.int64) for src, ix in groups.items()}
+        return self._by_source.get(key, np.zeros(0, dtype=np.int64))
+
+    def distribution(self, state: str, leave_out: str | None = None) -> dict[str, float]:
         """P_neighbours(t | state) over the tactics of the k nearest training states (summing
         to 1), most probable first; empty when no training state shares a token with it."""
-        return vote(self.nearest(state), self.cfg.temperature)
+        near = self.nearest_states(state, leave_out=leave_out)
+        return vote([(self.tactics[d], score) for d, score in near], self.cfg.temperature)
+
+    def top_tactics(self, state: str, n: int, leave_out: str | None = None) -> list[str]:
+        """The `n` most probable neighbour tactics of `state`: what a retrieval-augmented
+        input shows (generator/inputs.py)."""
+        return list(self.distribution(state, leave_out))[:n] if n > 0 else []
 
     def mix(self, model_logprob: float, p_neighbours: float) -> float:
         """The mixture's log-probability at the configured weight (`mix`)."""
@@ -186,6 +207,25 @@ def vote(near: list[tuple[str, float]], temperature: float | None) -> dict[str, 
 def _quiet_bm25s() -> None:
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def training_neighbors(cfg) -> TacticNeighbors:
+    """`build_for_training(cfg)`, built once per run: kept in `<run_dir>/data/` under a key of
+    everything it depends on, so the data builder and the saved model share one index."""
+    import hashlib
+
+    from omegaconf import OmegaConf
+    key = {"data": OmegaConf.to_container(cfg.data, resolve=True), "split": cfg.train_split,
+           "neighbors": OmegaConf.to_container(cfg.neighbors, resolve=True),
+           "max_target_bytes": cfg.input.max_target_bytes}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(cfg.run_dir) / "data" / f"neighbors-{digest}"
+    cached = TacticNeighbors.load(folder)
+    if cached is not None:
+        return cached
+    nb = build_for_training(cfg)
+    nb.save(folder)
+    return nb
 
 
 def build_for_training(cfg) -> TacticNeighbors:

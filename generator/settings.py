@@ -41,6 +41,10 @@ class InputConfig:
     # premises go first). A number: the state keeps its last max_state_bytes bytes, so
     # max_bytes - max_state_bytes are left for premises whatever the state's length.
     max_state_bytes: int | None = None
+    # Retrieval-augmented inputs (generator/inputs.py): this many of the most probable tactics
+    # of the nearest training states (the model's tactic neighbours, `neighbors:`) written into
+    # the input; a training example's own theorem is never its neighbour. 0: none.
+    neighbor_tactics: int = 0
 
 
 @dataclass

@@ -26,7 +26,7 @@ from prover.training.run import RunDir, length_grouped_order
 from generator.data import build_split, load_pairs
 from generator.inputs import normalize_tactic
 from generator.model import TacticGenerator, frequent_targets, save_pool
-from generator.neighbors import build_for_training
+from generator.neighbors import training_neighbors
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _train_generator(cfg: Any) -> None:
     if gen.pool and run.model_dir.exists():  # also for a model saved before the pool existed
         save_pool(run.model_dir, gen.pool)
     if cfg.neighbors.k and run.model_dir.exists():
-        build_for_training(cfg).save(run.model_dir)
+        training_neighbors(cfg).save(run.model_dir)
     summary = {"git_commit": git_commit(), "model": str(run.model_dir), "params": result.parameters,
                "train_split": cfg.train_split, "val_split": cfg.val_split, "train_pairs": len(inputs),
                "val_pairs": len(v_in), "steps": progress.step, "epochs": progress.epoch, "done": progress.done,

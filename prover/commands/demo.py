@@ -129,13 +129,11 @@ def _train_generator(cfg: Any, out: Path) -> dict:
 
 def _suggest(theorems: list, model: str, n: int = 3) -> dict:
     """The generator's top tactics for the first step of the first held-out theorem (no premises)."""
-    from generator.inputs import format_input
     from generator.model import TacticGenerator
     thm = next(t for t in theorems if t.traced_tactics)
     step = thm.traced_tactics[0]
     gen = TacticGenerator.load(model)
-    text, _ = format_input(step.state_before, [], gen.input_cfg.max_bytes,
-                           max_state_bytes=gen.input_cfg.max_state_bytes)
+    text, _ = gen.input_text(step.state_before)
     return {"theorem": thm.full_name, "recorded": step.tactic,
             "suggested": [s.tactic for s in gen.generate([text], num_samples=n, states=[step.state_before])[0]]}
 

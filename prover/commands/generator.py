@@ -63,7 +63,6 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
     state = Path(state_file).read_text(encoding="utf-8").strip()
     if not state:
         raise UserInputError(f"--state {state_file} is empty: expected a proof state")
-    from generator.inputs import format_input
     from generator.model import TacticGenerator, check_model_source
     check_model_source(model)
     premises = []
@@ -77,7 +76,7 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         premises = [h.premise for h in r.retrieve([state], k, [None])[0]]
     gen = TacticGenerator.load(model)
     max_bytes = max_bytes or gen.input_cfg.max_bytes
-    text, kept = format_input(state, premises, max_bytes, gen.input_cfg.premise_text)
+    text, kept = gen.input_text(state, premises, max_bytes)
     if retriever:
         print(f"premises ({retriever}, {kept} of {len(premises)} fit in {max_bytes} bytes):")
         for p in premises[:kept]:

@@ -93,12 +93,9 @@ class GeneratorTactics:
         self.max_bytes = max_bytes or generator.input_cfg.max_bytes
 
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
-        from generator.inputs import format_input
         if not requests:
             return []
-        icfg = self.generator.input_cfg
-        inputs = [format_input(state, premises, self.max_bytes, icfg.premise_text, icfg.max_state_bytes)[0]
-                  for state, premises in requests]
+        inputs = [self.generator.input_text(state, premises, self.max_bytes)[0] for state, premises in requests]
         out = self.generator.generate(inputs, num_samples=self.num_samples, method=self.method,
                                       temperature=self.temperature, batch_size=self.batch_size,
                                       states=[state for state, _ in requests])

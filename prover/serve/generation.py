@@ -63,10 +63,7 @@ class ServedGenerator:
     def generate(self, states: Sequence[str], prefixes: Sequence[str],
                  premises: Sequence[Sequence[Premise]]) -> list[list[Any]]:
         """Suggestions for each (state, prefix, premises), in order."""
-        from generator.inputs import format_input
-        icfg = self.model.input_cfg
-        texts = [format_input(s, p, icfg.max_bytes, icfg.premise_text, icfg.max_state_bytes)[0]
-                 for s, p in zip(states, premises)]
+        texts = [self.model.input_text(s, p)[0] for s, p in zip(states, premises)]
         out: list[list[Any] | None] = [None] * len(texts)
         by_prefix: dict[str, list[int]] = {}
         for i, prefix in enumerate(prefixes):
