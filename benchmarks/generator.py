@@ -36,7 +36,6 @@ import numpy as np  # noqa: E402
 
 from generator.evaluate import (condition_premises, eval_examples, evaluate_condition,  # noqa: E402
                                 evaluate_frequency, evaluate_neighbors, frequent_tactics, throughput)
-from generator.inputs import format_input  # noqa: E402
 from generator.model import TacticGenerator  # noqa: E402
 from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
@@ -171,7 +170,10 @@ def markdown(result: dict) -> str:
              f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters{trained}), "
              f"{result['n_examples']} tactics ({result['n_with_gold']} with gold premises), "
              f"beam {n}{_pool_text(result.get('pool_size'))}{_neighbors_text(result.get('neighbors'))}, "
-             f"input budget {result['max_bytes']} bytes, "
+             f"input budget {result['max_bytes']} bytes"
+             + (f", the input showing the {result['neighbor_tactics_in_input']} most probable neighbour tactics "
+                "(retrieval-augmented, generator/inputs.py)" if result.get("neighbor_tactics_in_input") else "")
+             + ", "
              f"retrieved premises: top {result['config']['k']}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
              "|---|---|---|---|---|---|---|"]
@@ -284,15 +286,15 @@ def main(argv: list[str] | None = None) -> int:
             held_out = nearest.exclude({f"{e.file_path}::{e.theorem}" for e in examples})
         except ValueError as e:
             log.warning("tactic neighbours: %s", e)
-    if not cfg.neighbors:
-        gen.neighbors = None
+    gen.mix_neighbors = cfg.neighbors
     summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
               "config": plain_cfg, "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
               "pool_size": len(gen.pool),
-              "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None else None,
+              "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None and cfg.neighbors else None,
+              "neighbor_tactics_in_input": gen.input_cfg.neighbor_tactics,
               "neighbors_states_held_out": held_out,  # None: the index could not leave any out
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
@@ -359,8 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         result["rows"].append(row)
         save()
     if not result["throughput"] or args.force:
-        states = [format_input(e.state, [corpus.premises[i] for i in e.gold], gen.input_cfg.max_bytes,
-                               gen.input_cfg.premise_text, gen.input_cfg.max_state_bytes)[0]
+        states = [gen.input_text(e.state, [corpus.premises[i] for i in e.gold])[0]
                   for e in examples[: cfg.throughput_states]]
         raw = [e.state for e in examples[: cfg.throughput_states]]
         result["throughput"] = {str(b): round(throughput(gen, states, n, b, raw), 3) for b in (1, 16)}

@@ -97,6 +97,9 @@ class TacticGenerator:
         self.model = model.to(device)
         self.pool = list(pool)
         self.neighbors = neighbors
+        # False: the neighbours' tactics are not mixed into the suggestions (the model alone);
+        # a retrieval-augmented model still shows them in its inputs.
+        self.mix_neighbors = True
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -271,7 +274,8 @@ class TacticGenerator:
                 texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
             pool = [t for t in self.pool if t.startswith(prefix)]
             near = ([self.neighbors.distribution(s) for s in states[lo: lo + batch_size]]
-                    if self.neighbors is not None and states is not None else [{} for _ in chunk])
+                    if self.neighbors is not None and self.mix_neighbors and states is not None
+                    else [{} for _ in chunk])
             cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
                                         + [t for t in near[i] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
