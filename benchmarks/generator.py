@@ -173,6 +173,8 @@ def markdown(result: dict) -> str:
              f"input budget {result['max_bytes']} bytes"
              + (f", the input showing the {result['neighbor_tactics_in_input']} most probable neighbour tactics "
                 "(retrieval-augmented, generator/inputs.py)" if result.get("neighbor_tactics_in_input") else "")
+             + (f", candidates also the neighbours' one-premise tactics filled with each of the top "
+                f"{result['instantiate']} premises shown (generator/instantiate.py)" if result.get("instantiate") else "")
              + ", "
              f"retrieved premises: top {result['config']['k']}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
@@ -287,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             log.warning("tactic neighbours: %s", e)
     gen.mix_neighbors = cfg.neighbors
+    gen.instantiate = cfg.instantiate
     summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
@@ -295,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
               "pool_size": len(gen.pool),
               "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None and cfg.neighbors else None,
               "neighbor_tactics_in_input": gen.input_cfg.neighbor_tactics,
+              "instantiate": cfg.instantiate,
               "neighbors_states_held_out": held_out,  # None: the index could not leave any out
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),

@@ -82,11 +82,12 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood. The row's
     "per_example" holds each example's outcomes in example order: "hit@1" and
     f"hit@{num_samples}" (0/1) and "loglik"."""
-    inputs, shown = [], []
+    inputs, shown, names = [], [], []
     for ex, ps in zip(examples, premises):
         text, kept = gen.input_text(ex.state, ps)
         inputs.append(text)
         shown.append(kept)
+        names.append([p.full_name for p in ps[:kept]])
     golds = [ex.tactic for ex in examples]
     states = [ex.state for ex in examples]
     loglik: list[float] = []
@@ -97,7 +98,8 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
         ins, tacs = inputs[lo: lo + batch_size], golds[lo: lo + batch_size]
         loglik.extend(gen.tactic_logprobs(ins, tacs))
         for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size,
-                                           states=states[lo: lo + batch_size]), tacs):
+                                           states=states[lo: lo + batch_size],
+                                           premises=names[lo: lo + batch_size]), tacs):
             hits = [normalize_tactic(s.tactic) == normalize_tactic(gold) for s in sugg]
             hit1.append(int(bool(hits) and hits[0]))
             hitn.append(int(any(hits)))

@@ -89,3 +89,21 @@ def instantiated(neighbors: TacticNeighbors, near: list[tuple[int, float]], show
         scale = 1.0 / (1.0 - cfg.weight + filled)
         out = {k: v * scale for k, v in out.items()}
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def filled(neighbors: TacticNeighbors, near: list[tuple[int, float]], shown: Sequence[str], m: int) -> list[str]:
+    """The nearest states' templates each filled with each of the top `m` shown premises
+    (nearest template first, best premise first), for the model to score beside its own
+    candidates: how a premise the network is shown reaches the suggestions even when beam
+    search does not write it."""
+    if neighbors.premises is None or m <= 0 or not shown:
+        return []
+    top = list(dict.fromkeys(shown))[:m]
+    out: dict[str, None] = {}
+    for d, _ in near:
+        slot = template(neighbors.tactics[d], neighbors.premises[d])
+        if slot is not None:
+            for premise in top:
+                out.setdefault(fill(neighbors.tactics[d], slot, premise), None)
+    return list(out)
+

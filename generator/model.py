@@ -28,7 +28,8 @@ import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
 from generator.inputs import format_input, normalize_tactic
-from generator.neighbors import TacticNeighbors
+from generator.instantiate import filled
+from generator.neighbors import TacticNeighbors, vote
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
@@ -100,6 +101,9 @@ class TacticGenerator:
         # False: the neighbours' tactics are not mixed into the suggestions (the model alone);
         # a retrieval-augmented model still shows them in its inputs.
         self.mix_neighbors = True
+        # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
+        # tactics filled with each of this many of the premises shown (0: none), scored by the model.
+        self.instantiate = 0
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -225,7 +229,8 @@ class TacticGenerator:
     @torch.no_grad()
     def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
                  temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
-                 states: Sequence[str] | None = None) -> list[list[Suggestion]]:
+                 states: Sequence[str] | None = None,
+                 premises: Sequence[Sequence[str]] | None = None) -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
         Candidates come from beam search or sampling, plus the model's tactic pool (those that
@@ -240,7 +245,9 @@ class TacticGenerator:
 
         With `states` (the raw proof state of each input) and tactic neighbours loaded, the
         neighbours' tactics join the candidates and each score is the mixture's
-        log((1 - w) P_model + w P_neighbours) (generator/neighbors.py)."""
+        log((1 - w) P_model + w P_neighbours) (generator/neighbors.py). With `premises` (the
+        full names shown in each input, best first) and `self.instantiate` > 0, the neighbours'
+        one-premise tactics filled with those premises join them (generator/instantiate.py)."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
         if states is not None and len(states) != len(inputs):
@@ -273,11 +280,15 @@ class TacticGenerator:
             else:
                 texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
             pool = [t for t in self.pool if t.startswith(prefix)]
-            near = ([self.neighbors.distribution(s) for s in states[lo: lo + batch_size]]
-                    if self.neighbors is not None and self.mix_neighbors and states is not None
-                    else [{} for _ in chunk])
+            nearest = ([self.neighbors.nearest_states(s) for s in states[lo: lo + batch_size]]
+                       if self.neighbors is not None and self.mix_neighbors and states is not None
+                       else [[] for _ in chunk])
+            near = [vote([(self.neighbors.tactics[d], score) for d, score in ns], self.neighbors.cfg.temperature)
+                    if ns else {} for ns in nearest]
+            shown = premises[lo: lo + batch_size] if premises is not None else [() for _ in chunk]
+            extra = [filled(self.neighbors, ns, names, self.instantiate) if ns else [] for ns, names in zip(nearest, shown)]
             cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
-                                        + [t for t in near[i] if t.startswith(prefix)] if t.strip()))
+                                        + [t for t in [*near[i], *extra[i]] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
             for c, scores, dist in zip(cands, self.score_candidates(chunk, cands), near):
                 if dist:

@@ -147,4 +147,7 @@ class GeneratorBenchmarkConfig:
     # Mix the model's tactic neighbours (if it has them) into its suggestions; false: the
     # model alone (the `neighbors` baseline row still uses them).
     neighbors: bool = True
+    # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
+    # tactics filled with each of the top `instantiate` premises shown, scored by the model (0: off).
+    instantiate: int = 0
     results_tag: str = ""

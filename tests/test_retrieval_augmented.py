@@ -110,3 +110,40 @@ def test_the_model_builds_the_inputs_it_was_trained_on(ra_generator, mini_root):
     gen.neighbors = None  # a retrieval-augmented model without its neighbours cannot build inputs
     with pytest.raises(UserInputError, match="neighbour tactics"):
         gen.input_text(state)
+
+
+def test_neighbour_templates_are_filled_with_the_premises_shown():
+    from generator.instantiate import filled
+    steps = [(SUBST, "rw [Int.add_comm]", [("Int.add_comm", "B.lean")]),
+             (SUBST.replace("h :", "g :"), "exact Nat.le_refl _", [("Nat.le_refl", "B.lean")]),
+             (SUBST.replace("h :", "k :"), "simp", [])]
+    train = [parse_theorem(theorem_record("a", "A.lean", [tactic(t, ps, before=s) for s, t, ps in steps]),
+                           "mem", 0, None)]
+    nb = TacticNeighbors.build(train, SimpleNamespace(file_index={"A.lean": 0}), NeighborsConfig(k=3))
+    near = nb.nearest_states(SUBST)
+    assert nb.tactics[near[0][0]] == "rw [Int.add_comm]"
+    got = filled(nb, near, ["Int.mul_comm", "Foo.bar_baz", "Int.mul_comm", "x.y"], 2)
+    # Written with as many components as the template wrote; `simp` names no premise.
+    assert got[:2] == ["rw [Int.mul_comm]", "rw [Foo.bar_baz]"]
+    assert sorted(got[2:]) == ["exact Foo.bar_baz _", "exact Int.mul_comm _"]
+    assert filled(nb, near, ["Int.mul_comm"], 0) == [] and filled(nb, near, [], 3) == []
+
+
+def test_instantiated_candidates_are_scored_by_the_model(ra_generator, monkeypatch):
+    from generator.instantiate import filled
+    cfg, summary = ra_generator
+    gen = TacticGenerator.load(summary["model"])
+    nb = gen.neighbors
+    d = next(i for i, ps in enumerate(nb.premises) if len(ps) == 1 and ps[0].split(".")[-1] in nb.tactics[i])
+    state, names = "⊢ " + nb.tactics[d], ["Nat.zero_lt_one", "Nat.succ_pos"]
+    want = filled(nb, nb.nearest_states(state), names, 2)
+    assert want
+    seen: list[list[str]] = []
+    score = gen.score_candidates
+    monkeypatch.setattr(gen, "score_candidates", lambda ins, cands: seen.extend(cands) or score(ins, cands))
+    text = gen.input_text(state)[0]
+    gen.generate([text], num_samples=2, states=[state], premises=[names])
+    assert not set(want) & set(seen[0])  # off by default
+    gen.instantiate = 2
+    top = gen.generate([text], num_samples=2, states=[state], premises=[names])[0]
+    assert set(want) <= set(seen[1]) and len(top) == 2 and all(s.logprob < 0 for s in top)
