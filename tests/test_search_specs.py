@@ -20,6 +20,14 @@ def test_generator_samples_apart_from_tactics_tried():
     assert spec.num_samples == 32
 
 
+def test_the_generator_actor_fills_neighbour_templates_only_when_asked(tmp_path):
+    from tests.search_doubles import save_untrained_generator
+    model = str(save_untrained_generator(tmp_path / "gen"))
+    assert generator_spec(_cfg(generator={"model": model})).build().generator.instantiate == 0
+    spec = generator_spec(_cfg(generator={"model": model, "instantiate": 3}))
+    assert spec.instantiate == 3 and spec.build().generator.instantiate == 3
+
+
 def test_the_env_section_is_what_workers_open_envs_from(leandojo_sample):
     from prover.data.theorem import load_theorems
     env = env_spec(_cfg(env={"name": "replay", "replay": {"focus_goals": True}}))

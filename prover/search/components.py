@@ -105,6 +105,7 @@ class GeneratorSpec:
     max_bytes: int | None = None
     device: str = "auto"
     exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
+    instantiate: int = 0  # premises that fill the neighbours' templates (generator/instantiate.py)
 
     def build(self) -> TacticSource:
         if not self.model:
@@ -117,6 +118,7 @@ class GeneratorSpec:
         gen = TacticGenerator.load(self.model, device=pick_device(self.device))
         if gen.neighbors is not None and self.exclude:
             gen.neighbors.exclude(self.exclude)
+        gen.instantiate = self.instantiate
         return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
                                 self.batch_size, self.max_bytes)
 
@@ -135,7 +137,7 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
     g = cfg.generator
     return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
-                         g.max_bytes, g.device, tuple(exclude))
+                         g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

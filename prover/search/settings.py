@@ -56,6 +56,10 @@ class GeneratorSettings:
     batch_size: int = 16  # states per forward pass
     max_bytes: int | None = None  # input budget (default: the model's)
     device: str = "auto"
+    # Premise-instantiated candidates (generator/instantiate.py): the tactic neighbours'
+    # one-premise tactics filled with each of this many of the retrieved premises, scored by
+    # the model beside its own (0: off).
+    instantiate: int = 0
 
 
 @dataclass

@@ -95,10 +95,12 @@ class GeneratorTactics:
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
         if not requests:
             return []
-        inputs = [self.generator.input_text(state, premises, self.max_bytes)[0] for state, premises in requests]
-        out = self.generator.generate(inputs, num_samples=self.num_samples, method=self.method,
-                                      temperature=self.temperature, batch_size=self.batch_size,
-                                      states=[state for state, _ in requests])
+        built = [self.generator.input_text(state, premises, self.max_bytes) for state, premises in requests]
+        out = self.generator.generate([text for text, _ in built], num_samples=self.num_samples,
+                                      method=self.method, temperature=self.temperature,
+                                      batch_size=self.batch_size, states=[state for state, _ in requests],
+                                      premises=[[p.full_name for p in ps[:kept]]
+                                                for (_, ps), (_, kept) in zip(requests, built)])
         return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]
 
 
