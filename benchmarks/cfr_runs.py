@@ -5,7 +5,8 @@ the training pairs of mathlib-src random/train under `cfr.pairs` = statement, st
 exact-steps (retriever/training/train_cfr.py's `training_theorems`).
 
     python benchmarks/cfr_runs.py --pretrain runs/retriever-cpu \\
-        --cfr uniform=runs/retriever-cpu-uni --cfr hard-bm25=runs/retriever-cpu-hn
+        --cfr uniform=runs/retriever-cpu-uni --cfr hard-bm25=runs/retriever-cpu-hn \\
+        --cfr steps-hard-bm25=runs/retriever-cpu-steps
 """
 from __future__ import annotations
 
@@ -60,16 +61,19 @@ def main() -> None:
            "machine": machine(), "runs": runs, "pairs": pair_counts(args.data),
            "trained_at": "pretrain: the engine of e5129c6 (started from its working tree just before that commit); "
                          "CFRs: 66640dc, with configs/retriever/cpu.yaml and cfr.similarity=conventional "
-                         "cfr.init=<pretrain>/model cfr.eval_every=-1 [cfr.hard_negatives=bm25], one thread each",
+                         "cfr.init=<pretrain>/model cfr.eval_every=-1 [cfr.hard_negatives=bm25], one thread each; "
+                         "steps-hard-bm25: fe7ad04 (its CFR code is that of a4a84be), with configs/retriever/cpu.yaml "
+                         "(which then held eval_every -1 and hard_negatives bm25) and cfr.similarity=conventional "
+                         "cfr.init=<pretrain>/model cfr.pairs=steps, one thread, beside a generator training",
            "seconds": round(time.perf_counter() - t0, 1)}
     stem = Path("benchmarks/results/cfr-runs-mathlib-src")
     write_json(stem.with_suffix(".json"), res)
     L = ["# The CFR runs of issue 28 and CFR's training pairs (mathlib-src random/train)", "",
          f"`{res['command']}` at commit {res['git_commit']}. Trained: {res['trained_at']}.", "",
-         "| run | steps | CPU s | done | held-out MLM loss (init → end) |", "|---|---|---|---|---|"]
+         "| run | steps | CPU s | done | training pairs | held-out MLM loss (init → end) |", "|---|---|---|---|---|---|"]
     for name, r in runs.items():
         mlm = f"{r['eval_loss_init']:.2f} → {r['eval_loss']:.2f}" if "eval_loss" in r else ""
-        L.append(f"| {name} | {r['steps']} | {r['cpu_seconds']} | {r['done']} | {mlm} |")
+        L.append(f"| {name} | {r['steps']} | {r['cpu_seconds']} | {r['done']} | {r.get('pairs', '')} | {mlm} |")
     L += ["", "| cfr.pairs | pairs | premise links | states not in statement | pairs with fewer premises |",
           "|---|---|---|---|---|"]
     for mode, p in res["pairs"].items():
