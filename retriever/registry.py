@@ -233,6 +233,24 @@ _NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["
           "fusion": ["fusion"]}
 
 
+def member_models(tc: Any, members: Sequence[str]) -> dict[str, str]:
+    """A content hash of each trained model folder that `members` load (training config `tc`):
+    what a fitted fusion depends on beyond its config, so a retrained CFR is not fused with
+    the weights fitted to the one before."""
+    import hashlib
+    stages = _stages(tc, "")
+    out: dict[str, str] = {}
+    for name in dict.fromkeys(n for m in members for n in _NEEDS.get(m, [])):
+        h = hashlib.sha1()
+        path = stages[name].path
+        for f in sorted(path.iterdir()) if path.is_dir() else []:
+            if f.is_file():
+                h.update(f.name.encode())
+                h.update(hashlib.sha1(f.read_bytes()).digest())
+        out[name] = h.hexdigest()[:16]
+    return out
+
+
 def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
     """None when retriever `name` has every model it loads; else one line naming what it needs,
     the first missing output in pipeline order, and the commands that make it.

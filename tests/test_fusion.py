@@ -161,6 +161,22 @@ def test_train_fusion_on_mini_beats_its_best_member_out_of_fold(mini_root, tmp_p
     assert bad.returncode != 0 and "test split" in bad.stderr
 
 
+def test_a_retrained_member_changes_what_the_fitted_fusion_depends_on(tmp_path):
+    from prover.config import load_config
+    from retriever.registry import member_models
+    from retriever.settings import RetrieverTrainConfig
+    tc = load_config(RetrieverTrainConfig, str(REPO / "configs/retriever/tiny.yaml"), [f"run_dir={tmp_path}"])
+    model = tmp_path / "cfr-conventional" / "model"
+    model.mkdir(parents=True)
+    (model / "model.safetensors").write_bytes(b"weights one")
+    members = ["bm25", "usage", "cfr-conventional"]
+    first = member_models(tc, members)
+    assert list(first) == ["cfr-conventional"] and member_models(tc, ["bm25", "usage"]) == {}
+    assert member_models(tc, members) == first  # the same files: the same key
+    (model / "model.safetensors").write_bytes(b"weights two")  # retrained in place
+    assert member_models(tc, members) != first
+
+
 def test_fusion_without_its_model_names_the_command(mini_root, tmp_path):
     cfg = _cfg(mini_root)
     cfg.retriever.models = str(REPO / "configs/retriever/tiny.yaml")

@@ -22,6 +22,7 @@ from prover.data.pairs import premise_queries
 from prover.utils.progress import progress_bar
 from retriever.base import TheoremContext
 from retriever.models.learned_fusion import fit_fusion, order, rank_features
+from retriever.registry import member_models
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,13 @@ def train_fusion(cfg: Any) -> Path:
         raise ValueError(f"fusion.split {split} is a test split: fit the fusion on a validation split")
     out = fusion_dir(cfg)
     done = out / "summary.json"
-    if (out / "model.json").exists() and done.exists() and \
-            json.loads(done.read_text()).get("config") == OmegaConf.to_container(fc):
-        log.info("fusion: already fitted with this config in %s", out)
-        return out
+    models = member_models(cfg, fc.members)
+    if (out / "model.json").exists() and done.exists():
+        previous = json.loads(done.read_text())
+        if previous.get("config") == OmegaConf.to_container(fc) and previous.get("member_models") == models:
+            log.info("fusion: already fitted with this config and these members' models in %s", out)
+            return out
+        log.info("fusion: the config or a member's model changed since %s was fitted; refitting", out)
     t0, c0 = time.perf_counter(), time.process_time()
     rankings, gold = member_rankings(cfg, split)
     ranking_seconds = time.perf_counter() - t0
@@ -120,6 +124,7 @@ def train_fusion(cfg: Any) -> Path:
         "ranking_seconds": round(ranking_seconds, 1), "train_seconds": round(time.perf_counter() - t0, 1),
         "cpu_seconds": round(time.process_time() - c0, 1), "stopped_by": "end",
         "config": OmegaConf.to_container(fc),
+        "member_models": models,  # content hashes of the trained members' models
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     log.info("fusion on %s (%d queries): %d-fold R@10 %s; members %s", split, len(ex), fc.folds,
