@@ -24,7 +24,7 @@ import gzip
 import json
 import logging
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 
@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("tactic neighbours: %s", e)
     gen.mix_neighbors = cfg.neighbors
     gen.instantiate = cfg.instantiate
+    if cfg.neighbors_weight is not None and gen.neighbors is not None:
+        gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
     summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,

@@ -150,4 +150,6 @@ class GeneratorBenchmarkConfig:
     # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
     # tactics filled with each of the top `instantiate` premises shown, scored by the model (0: off).
     instantiate: int = 0
+    # The neighbours' share of the mixture (None: the model folder's `neighbors.weight`).
+    neighbors_weight: float | None = None
     results_tag: str = ""
