@@ -175,6 +175,8 @@ def markdown(result: dict) -> str:
                 "(retrieval-augmented, generator/inputs.py)" if result.get("neighbor_tactics_in_input") else "")
              + (f", candidates also the neighbours' one-premise tactics filled with each of the top "
                 f"{result['instantiate']} premises shown (generator/instantiate.py)" if result.get("instantiate") else "")
+             + (f", +{result['premise_bonus']:g} nats to a candidate naming a premise shown"
+                if result.get("premise_bonus") else "")
              + ", "
              f"retrieved premises: top {result['config']['k']}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("tactic neighbours: %s", e)
     gen.mix_neighbors = cfg.neighbors
     gen.instantiate = cfg.instantiate
+    gen.premise_bonus = cfg.premise_bonus
     if cfg.neighbors_weight is not None and gen.neighbors is not None:
         gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
     summary_path = Path(cfg.model).parent / "summary.json"
@@ -300,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
               "pool_size": len(gen.pool),
               "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None and cfg.neighbors else None,
               "neighbor_tactics_in_input": gen.input_cfg.neighbor_tactics,
-              "instantiate": cfg.instantiate,
+              "instantiate": cfg.instantiate, "premise_bonus": cfg.premise_bonus,
               "neighbors_states_held_out": held_out,  # None: the index could not leave any out
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),

@@ -33,6 +33,7 @@ from generator.neighbors import TacticNeighbors, vote
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
+from prover.data.tactic_steps import name_pattern
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,10 @@ class TacticGenerator:
         # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
         # tactics filled with each of this many of the premises shown (0: none), scored by the model.
         self.instantiate = 0
+        # Added to the score of a candidate that names a premise shown in its input (nats; 0:
+        # off): a log-linear prior P(t) e^bonus for copying what retrieval found, which the
+        # CPU-size network does not learn to do from the input alone (issue 28).
+        self.premise_bonus = 0.0
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -247,7 +252,8 @@ class TacticGenerator:
         neighbours' tactics join the candidates and each score is the mixture's
         log((1 - w) P_model + w P_neighbours) (generator/neighbors.py). With `premises` (the
         full names shown in each input, best first) and `self.instantiate` > 0, the neighbours'
-        one-premise tactics filled with those premises join them (generator/instantiate.py)."""
+        one-premise tactics filled with those premises join them (generator/instantiate.py), and
+        `self.premise_bonus` is added to the score of each candidate naming one of them."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
         if states is not None and len(states) != len(inputs):
@@ -290,9 +296,12 @@ class TacticGenerator:
             cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
                                         + [t for t in [*near[i], *extra[i]] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
-            for c, scores, dist in zip(cands, self.score_candidates(chunk, cands), near):
+            for c, scores, dist, names in zip(cands, self.score_candidates(chunk, cands), near, shown):
                 if dist:
                     scores = [self.neighbors.mix(s, dist.get(t, 0.0)) for t, s in zip(c, scores)]
+                if self.premise_bonus and names:
+                    named = [name_pattern(n) for n in dict.fromkeys(names)]
+                    scores = [s + self.premise_bonus * any(p.search(t) for p in named) for t, s in zip(c, scores)]
                 scored = sorted((Suggestion(t, s) for t, s in zip(c, scores)), key=lambda s: -s.logprob)
                 out.append(scored[:num_samples])
         if was_training:

@@ -150,6 +150,8 @@ class GeneratorBenchmarkConfig:
     # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
     # tactics filled with each of the top `instantiate` premises shown, scored by the model (0: off).
     instantiate: int = 0
+    # Nats added to the score of a candidate naming a premise shown (generator/model.py; 0: off).
+    premise_bonus: float = 0.0
     # The neighbours' share of the mixture (None: the model folder's `neighbors.weight`).
     neighbors_weight: float | None = None
     results_tag: str = ""

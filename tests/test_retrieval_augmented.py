@@ -147,3 +147,23 @@ def test_instantiated_candidates_are_scored_by_the_model(ra_generator, monkeypat
     gen.instantiate = 2
     top = gen.generate([text], num_samples=2, states=[state], premises=[names])[0]
     assert set(want) <= set(seen[1]) and len(top) == 2 and all(s.logprob < 0 for s in top)
+
+
+def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_generator):
+    from prover.data.tactic_steps import name_pattern
+    cfg, summary = ra_generator
+    gen = TacticGenerator.load(summary["model"])
+    nb = gen.neighbors
+    d = next(i for i, ps in enumerate(nb.premises) if len(ps) == 1 and ps[0].split(".")[-1] in nb.tactics[i])
+    state, names = "⊢ " + nb.tactics[d], ["Nat.zero_lt_one"]
+    text = gen.input_text(state)[0]
+    gen.instantiate = 1
+    plain = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    gen.premise_bonus = 1000.0
+    lifted = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    named = [s for s in lifted if name_pattern(names[0]).search(s.tactic)]
+    assert named and lifted[0] in named and lifted[0].logprob > 500
+    before = {s.tactic: s.logprob for s in plain}
+    for s in lifted:  # the bonus is added once to a named candidate, and to nothing else
+        if s.tactic in before:
+            assert s.logprob == pytest.approx(before[s.tactic] + 1000.0 * (s in named))

@@ -24,8 +24,9 @@ def test_the_generator_actor_fills_neighbour_templates_only_when_asked(tmp_path)
     from tests.search_doubles import save_untrained_generator
     model = str(save_untrained_generator(tmp_path / "gen"))
     assert generator_spec(_cfg(generator={"model": model})).build().generator.instantiate == 0
-    spec = generator_spec(_cfg(generator={"model": model, "instantiate": 3}))
+    spec = generator_spec(_cfg(generator={"model": model, "instantiate": 3, "premise_bonus": 2.0}))
     assert spec.instantiate == 3 and spec.build().generator.instantiate == 3
+    assert spec.build().generator.premise_bonus == 2.0
 
 
 def test_the_env_section_is_what_workers_open_envs_from(leandojo_sample):

@@ -106,6 +106,7 @@ class GeneratorSpec:
     device: str = "auto"
     exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
     instantiate: int = 0  # premises that fill the neighbours' templates (generator/instantiate.py)
+    premise_bonus: float = 0.0  # nats for a suggestion naming a retrieved premise
 
     def build(self) -> TacticSource:
         if not self.model:
@@ -119,6 +120,7 @@ class GeneratorSpec:
         if gen.neighbors is not None and self.exclude:
             gen.neighbors.exclude(self.exclude)
         gen.instantiate = self.instantiate
+        gen.premise_bonus = self.premise_bonus
         return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
                                 self.batch_size, self.max_bytes)
 
@@ -137,7 +139,8 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
     g = cfg.generator
     return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
-                         g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0))
+                         g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0),
+                         g.get("premise_bonus", 0.0))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

@@ -60,6 +60,8 @@ class GeneratorSettings:
     # one-premise tactics filled with each of this many of the retrieved premises, scored by
     # the model beside its own (0: off).
     instantiate: int = 0
+    # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
+    premise_bonus: float = 0.0
 
 
 @dataclass
