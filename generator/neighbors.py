@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -46,6 +48,7 @@ _TACTICS = "tactics.json"
 _SETTINGS = "settings.json"
 _SOURCES = "theorems.json"  # each training state's theorem (`file::name`), for leaving theorems out
 _PREMISES = "premises.json"  # the premises each training tactic names, for instantiation
+RECENT_QUERIES = 1024  # neighbour answers kept for a repeated query
 
 
 class TacticNeighbors:
@@ -65,6 +68,10 @@ class TacticNeighbors:
         self.scorer = PostingScorer(bm25)
         self.hidden: np.ndarray | None = None  # training states left out (their theorem is being proved)
         self._by_source: dict[str, np.ndarray] | None = None  # theorem key -> its states
+        # The last queries' answers: a retrieval-augmented generator asks for one state's
+        # neighbours twice (its input shows their tactics, its candidates mix them in).
+        self._recent: OrderedDict[tuple, list[tuple[int, float]]] = OrderedDict()
+        self._lock = threading.Lock()  # a threaded actor may serve several searches at once
 
     def exclude(self, keys: Iterable[str]) -> int:
         """Leave out every training state of these theorems (`file::name`): a search or an
@@ -75,6 +82,8 @@ class TacticNeighbors:
                              "evaluated theorems cannot be left out: rebuild them with "
                              "`prover generator neighbors --config ...`")
         self.hidden = np.fromiter((s in keys for s in self.sources), dtype=bool, count=len(self.sources))
+        with self._lock:
+            self._recent.clear()  # answers given before some states were left out
         n = int(self.hidden.sum())
         log.info("tactic neighbours: %d training states of %d evaluated theorems left out", n, len(keys))
         return n
@@ -142,6 +151,19 @@ class TacticNeighbors:
                        leave_out: str | None = None) -> list[tuple[int, float]]:
         """(training state index, BM25 score) of the k nearest, as `nearest`; `leave_out`: a
         theorem key (`file::name`) whose states are not neighbours (a training example's own)."""
+        key = (state, k or self.cfg.k, leave_out)
+        with self._lock:
+            if key in self._recent:
+                self._recent.move_to_end(key)
+                return list(self._recent[key])
+        found = self._nearest_states(state, k or self.cfg.k, leave_out)
+        with self._lock:
+            self._recent[key] = found
+            if len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+        return list(found)
+
+    def _nearest_states(self, state: str, k: int, leave_out: str | None) -> list[tuple[int, float]]:
         vocab = self.bm25.vocab_dict
         toks = [t for t in lean_tokens(state[: self.cfg.max_query_chars]) if t in vocab]
         if not toks:
@@ -151,7 +173,7 @@ class TacticNeighbors:
             sim = np.where(self.hidden, 0.0, sim)
         if leave_out is not None:
             sim[self._states_of(leave_out)] = 0.0
-        return [(int(d), float(sim[d])) for d in top_k(sim, k or self.cfg.k) if sim[d] > 0]
+        return [(int(d), float(sim[d])) for d in top_k(sim, k) if sim[d] > 0]
 
     def _states_of(self, key: str) -> np.ndarray:
         if self.sources is None:

@@ -152,6 +152,8 @@ def test_training_with_hard_negatives_mines_every_pair_once_and_trains(tmp_path,
     assert sum(len(r["negatives"]) > 0 for r in lines) > 0.9 * len(lines)
     summary = json.loads((tmp_path / "run/cfr/summary.json").read_text())
     assert summary["done"] and summary["steps"] == 3
+    # What the retrieval benchmark checks before scoring it (retriever/evaluation/trained_on.py).
+    assert summary["train_split"] == cfg.train_split == "random/train"
 
 
 # --- similarity -----------------------------------------------------------------------------

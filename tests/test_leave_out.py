@@ -82,3 +82,19 @@ def test_tactic_neighbours_leave_out_the_evaluated_theorems(tmp_path):
     old = TacticNeighbors(nb.bm25, nb.tactics, nb.cfg)  # indexed before theorems were kept
     with pytest.raises(ValueError, match="rebuild them"):
         old.exclude({"A.lean::b"})
+
+
+def test_repeated_neighbour_queries_are_answered_once_and_forgotten_on_exclude(monkeypatch):
+    train = [_theorem("a", "A.lean", [(RING, "ring"), (SUBST, "rw [h]")]),
+             _theorem("b", "A.lean", [(LIST, "simp"), (SUBST, "omega")])]
+    nb = TacticNeighbors.build(train, SimpleNamespace(file_index={"A.lean": 0}), NeighborsConfig(k=5))
+    calls = []
+    inner = nb._nearest_states
+    monkeypatch.setattr(nb, "_nearest_states", lambda *a: calls.append(a) or inner(*a))
+    first = nb.nearest_states(SUBST)
+    assert nb.nearest_states(SUBST) == first and len(calls) == 1  # the input's query, then the candidates'
+    nb.nearest_states(SUBST, leave_out="A.lean::a")
+    assert len(calls) == 2  # another question, another answer
+    nb.exclude({"A.lean::b"})
+    after = nb.nearest_states(SUBST)
+    assert len(calls) == 3 and 1 in {d for d, _ in after} and not {2, 3} & {d for d, _ in after}  # b left

@@ -26,6 +26,7 @@ from retriever.evaluation.evaluate import (CI_METRICS, comparison_table, evaluat
                                 under_trained)
 from retriever.registry import build_retriever, training_config
 from retriever.evaluation.robustness import perturbed_queries
+from retriever.evaluation.trained_on import check_trained_on
 from retriever.training.train_car import car_run_dir
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
@@ -93,6 +94,11 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
                 if got_keys == keys:  # paired only over the very same queries
                     per_query[name] = values
             continue
+        # Checked before any work: a model trained on another strategy's train split has seen
+        # the evaluated theorems' proofs (random/train holds most of novel_premises/test).
+        training = training_summaries(cfg, TRAINED_BY[name]) if name in TRAINED_BY else None
+        if training:
+            check_trained_on(ds, cfg.data.split, training, Path(training_config(cfg).run_dir))
         t1 = time.perf_counter()
         retriever = build_retriever(name, corpus, cfg)
         index_seconds = time.perf_counter() - t1
@@ -104,8 +110,8 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
         row |= retriever_cost(retriever, queries)
         if cfg.robustness:
             row["robustness"] = robustness(retriever, queries, res.metrics, cfg)
-        if name in TRAINED_BY:
-            row["training"] = training_summaries(cfg, TRAINED_BY[name])
+        if training is not None:
+            row["training"] = training
         # The training record stays in row["training"] (the tables read it there).
         row["provenance"] = row_provenance(commit, command, plain_cfg)
         result["rows"].append(row)

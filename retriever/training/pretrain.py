@@ -288,7 +288,7 @@ def _pretrain(cfg: RetrieverTrainConfig) -> None:
         "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "attempts": progress.extra.get("attempts"), "train_loss": progress.extra.get("train_loss"),
         "eval_loss": eval_loss, "eval_loss_init": (progress.extra.get("initial_val") or {}).get("loss"),
-        "parameters": result.parameters, "train_texts": len(train), "eval_texts": len(held_out),
+        "parameters": result.parameters, "train_split": cfg.train_split, "train_texts": len(train), "eval_texts": len(held_out),
         "train_tokens": int(sum(len(s) for s in train)), "device": result.device,
         "model_dir": str(run.model_dir),
         "config": {"encoder": to_plain(cfg.encoder), "pretrain": to_plain(cfg.pretrain),

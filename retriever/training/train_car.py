@@ -258,7 +258,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
     write_json(run.path / "summary.json", {
         "first_stage": first_stage.name, "init_path": str(init_path), "git_commit": git_commit(),
         "car": OmegaConf.to_container(OmegaConf.structured(c)),
-        "pairs": pair_stats.as_dict(), "examples": len(data),
+        "train_split": cfg.train_split, "pairs": pair_stats.as_dict(), "examples": len(data),
         "mean_hard_negatives": round(float(np.mean([len(v) for v in hard.values()])), 2) if hard else 0,
         "val_queries": len(val), "first_stage_val": first_val,
         "best_val_R@5": progress.best_metric, "steps": progress.step, "epoch": progress.epoch,
