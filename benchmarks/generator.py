@@ -218,7 +218,7 @@ def markdown(result: dict) -> str:
                                   "mixed in)" if result.get("neighbors") else "log-probability of the recorded tactic")
               + ", summed over its bytes; per byte: "
               "summed over all tactics, divided by their bytes. Brackets: 95% paired bootstrap intervals "
-              f"({b.get('resamples')} resamples of the tactics, seed {b.get('seed')})."]
+              f"({b.get('resamples')} resamples of the {b.get('paired_over', 'tactics')}, seed {b.get('seed')})."]
     if freq:
         shown = ", ".join(f"`{t}`" for t, _ in freq["tactics"][:n])
         lines += ["", f"frequency: no model; the {n} most frequent tactics of the {freq['train_split']} "

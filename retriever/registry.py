@@ -347,6 +347,27 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], 
     return build
 
 
+def _fusion_car(corpus: Corpus, cfg: Any) -> Retriever:
+    """The fitted fusion's top k1 re-ranked by the CAR trained over its CFR member
+    (`car.first_stage`), ordered by z(CAR) + car.fusion_weight·z(fusion score). CAR's
+    negatives came from that CFR, not from the fusion: mining them from the fusion would need
+    its priors to leave each training theorem's own proof out."""
+    from retriever.models.car import RerankRetriever
+    from retriever.training.train_car import car_run_dir
+    from prover.training.run import pick_device
+    tc = training_config(cfg)
+    first = tc.car.first_stage
+    require_trained("fusion", cfg)
+    require_trained(f"{first}+car", cfg)
+    car = car_run_dir(tc.run_dir, first) / "model"
+    rr = RerankRetriever.load(_learned_fusion(corpus, cfg), car, pick_device(tc.device),
+                              tc.car.k1, tc.car.k2, tc.car.fusion_weight)
+    trained_over = rr.scorer.meta.get("first_stage", first)
+    if trained_over != first:
+        raise ValueError(f"the CAR model at {car} was trained over {trained_over}, not {first}")
+    return rr
+
+
 def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
     from retriever.models.reprover import build_reprover
     require_trained("reprover", cfg)
@@ -380,6 +401,8 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "hybrid": _hybrid,
     # Learned weights over the ranks of BM25, the priors, neighbours and CFR (train-fusion).
     "fusion": _learned_fusion,
+    # The fusion's head re-ranked by CAR (issue 28: does CAR add inside the shipped first stage?).
+    "fusion+car": _fusion_car,
     # Nothing learned: the floor of every table (retriever/baselines/priors.py).
     "locality": _locality,
     "usage": _from_training("usage"),

@@ -134,6 +134,9 @@ class CARConfig:
     # Inference: order the k1 head by z(CAR) + w·z(CFR) (see car.RerankRetriever); 0 is the
     # paper's CAR-only order.
     first_stage_weight: float = 0.0
+    # The `fusion+car` row: the fitted fusion's top k1 ordered by z(CAR) + w·z(fusion score),
+    # with this CAR (trained over `first_stage`, a member of the fusion) and this w.
+    fusion_weight: float = 1.0
     score_batch_size: int = 64
 
 

@@ -434,6 +434,45 @@ def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, e
         build_retriever("cfr+car", corpus, cfg)
 
 
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_fusion_car_reranks_the_fitted_fusions_head_with_the_car_of_its_cfr(mini, mini_root, encoder, tmp_path):
+    from retriever.models.learned_fusion import FusionModel
+    from retriever.registry import build_retriever
+    corpus = mini[0]
+    run = tmp_path / "run"
+    cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
+                                                   "car.k1=8", "car.k2=4", "car.first_stage=cfr-conventional",
+                                                   "car.fusion_weight=2.0", "fusion.members=[locality,random]"])
+    # A fusion that follows `random` alone (its 1/rank feature), as in test_fusion.py.
+    FusionModel(["locality", "random"], depth=100, mean=[0.0] * 6, std=[1.0] * 6,
+                weights=[0, 1, 0, 0, 0, 0], bias=0.0).save(_mkdir(run / "fusion") / "model.json")
+    with pytest.raises(UserInputError, match="train-car --first-stage cfr-conventional"):
+        build_retriever("fusion+car", corpus, cfg)
+    from retriever.models.cfr import CFREncoder
+    from retriever.training.train_cfr import cfr_config
+    CFREncoder.from_pretrained(encoder, replace(cfr_config(cfg), similarity="conventional")).save_pretrained(
+        run / "cfr-conventional" / "model")  # the CFR that CAR's negatives came from
+    scorer = CARScorer.from_encoder(encoder, 64)
+    scorer.meta = {"first_stage": "cfr-conventional"}
+    scorer.save_pretrained(run / "car-conventional" / "model")
+    rr = build_retriever("fusion+car", corpus, cfg)
+    assert (rr.first_stage.name, rr.k1, rr.first_stage_weight) == ("fusion", 8, 2.0)
+    state = mini[1][0].state
+    ctx = TheoremContext(corpus.premises[-1].path, (10 ** 6, 0))
+    fused = rr.retrieve([state], 12, [ctx])[0]
+    first = rr.first_stage.retrieve([state], 12, [ctx])[0]
+    # The head is the fusion's top 8 in CAR's fused order; the tail is the fusion's own.
+    assert sorted(h.index for h in fused[:8]) == sorted(h.index for h in first[:8])
+    assert [h.index for h in fused[8:]] == [h.index for h in first[8:]]
+    car = scorer.score([state] * 8, [h.premise for h in first[:8]])
+    expected = rr.head_scores(car, np.array([h.score for h in first[:8]]))
+    assert [h.index for h in fused[:8]] == [first[i].index for i in np.argsort(-expected, kind="stable")]
+
+
 def test_max_train_pairs_mines_and_trains_a_fixed_subset(mini, mini_root, encoder, tmp_path):
     corpus, pairs, bm25 = mini
     counting = CountingRetriever(bm25)

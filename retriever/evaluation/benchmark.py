@@ -36,7 +36,8 @@ TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-
               "bm25+usage+locality+cfr-conventional+car": ["pretrain", "cfr-conventional", "car-conventional"],
               "hybrid": ["pretrain", "cfr"],
               "reprover": ["reprover"],
-              "fusion": ["pretrain", "cfr-conventional", "fusion"]}
+              "fusion": ["pretrain", "cfr-conventional", "fusion"],
+              "fusion+car": ["pretrain", "cfr-conventional", "fusion", "car-conventional"]}
 for _first in ("cfr", "cfr-conventional"):
     for _row in (f"{_first}+car", f"{_first}+car-only"):
         TRAINED_BY[_row] = ["pretrain", _first, car_run_dir("", _first).name]
