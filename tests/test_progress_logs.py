@@ -37,3 +37,18 @@ def test_other_libraries_log_warnings_only_unless_verbose(monkeypatch):
     assert logging.getLogger("bm25s").isEnabledFor(logging.DEBUG)
     for name in OUR_PACKAGES + QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_a_script_that_imported_transformers_first_loses_its_bars_too():
+    """benchmarks/*.py import model code before calling setup_logging: the "Loading weights"
+    bars of transformers must go all the same (and stay with -v)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import transformers.utils.logging as h; from prover.utils.logs import setup_logging; "
+            "before = h.is_progress_bar_enabled(); setup_logging({v}); print(before, h.is_progress_bar_enabled())")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    for verbose, expected in ((False, "True False"), (True, "True True")):
+        out = subprocess.run([sys.executable, "-c", code.format(v=verbose)], env=env, capture_output=True,
+                             text=True, check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+        assert out.stdout.strip() == expected

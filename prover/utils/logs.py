@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
 
 OUR_PACKAGES = ("prover", "retriever", "generator", "benchmarks", "__main__")
@@ -24,6 +25,11 @@ def setup_logging(verbose: bool = False) -> None:
         # Read by huggingface_hub and transformers when they are first imported (lazily, later);
         # a value the user set wins.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        # A script that imported transformers before this call (benchmarks/*.py import model
+        # code at the top) has read the variable already: switch its bars off directly.
+        if "transformers" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+            from transformers.utils import logging as hf_logging
+            hf_logging.disable_progress_bar()
     # Libraries that set their own logger's level on import (so the root level is not enough).
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
