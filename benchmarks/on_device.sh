@@ -19,7 +19,7 @@ START=$(date +%s)
 left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
 
 # CONFIG, BENCH and DATA default to the device run's; a local rehearsal sets them to tiny ones.
-CONFIG=${CONFIG:-configs/retriever/cpu.yaml}
+CONFIG=${CONFIG:-configs/retriever/cpu-car.yaml}  # cpu.yaml and CAR: the whole comparison
 BENCH=${BENCH:-configs/retrieval/benchmark_cpu.yaml}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -32,7 +32,7 @@ export PATH=/tmp/bin:$PATH
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no GPU: a rehearsal"
 DEVICE=$(python3 -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-RUN=runs/retriever-$(basename "$CONFIG" .yaml)$([ "$STRATEGY" = random ] || echo "-$STRATEGY")
+RUN=runs/retriever-$(basename "$CONFIG" .yaml | sed "s/-car$//")$([ "$STRATEGY" = random ] || echo "-$STRATEGY")
 RES=runs/device-results
 mkdir -p "$RES" "$OUT"
 # Four stages at once: the GPU has room, and the longest chain (pretrain -> CFR -> CAR) decides.

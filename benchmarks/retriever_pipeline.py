@@ -2,6 +2,7 @@
 
     python benchmarks/retriever_pipeline.py [--config configs/retriever/small.yaml] [--run-dir DIR]
     python benchmarks/retriever_pipeline.py --strategy novel_premises   # models for novel_premises/test
+    python benchmarks/retriever_pipeline.py --config configs/retriever/cpu-car.yaml  # cpu.yaml's stages and CAR
 
 Stages run as `prover retriever ...` subprocesses, at most `--jobs` at a time (default 2, one
 per core), each on ONE CPU thread, so "45 minutes of training" means 45 CPU-minutes for every
@@ -53,7 +54,7 @@ _MEMBER_STAGE = {"cfr": "train-cfr", "hybrid": "train-cfr", "cfr-conventional": 
 def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
     """STAGES, with train-car after the CFR its config's `car.first_stage` names, and
     train-fusion (seconds to minutes, on the val split) after the stages of its members."""
-    from prover.config import load_config
+    from prover.config import load_config, load_yaml
     from retriever.settings import RetrieverTrainConfig
     tc = load_config(RetrieverTrainConfig, config, [])
     first = tc.car.first_stage
@@ -65,9 +66,15 @@ def stages_for(config: str) -> dict[str, tuple[list[str], list[str]]]:
     order = ["pretrain", car_first, "train-car"] + [s for s in STAGES if s not in ("pretrain", car_first, "train-car")]
     stages = {name: STAGES[name] for name in order}
     stages["train-car"] = (["train-car"], [car_first])
+    if "car" not in load_yaml(config):
+        # No CAR recipe in the file (cpu.yaml: CAR is not part of the shipped first stage;
+        # cpu-car.yaml adds it): train none, rather than one with the schema's defaults.
+        del stages["train-car"]
     needs = []
     for m in tc.fusion.members:
         stage = "train-car" if m.endswith(("+car", "+car-only")) else _MEMBER_STAGE.get(m)
+        if stage and stage not in stages:
+            raise SystemExit(f"{config}: fusion member {m} needs {stage}, but the file has no `car:` recipe")
         if stage and stage not in needs:
             needs.append(stage)
     stages["train-fusion"] = (["train-fusion"], needs)
@@ -130,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-benchmark", action="store_true", help="train only")
     p.add_argument("--jobs", type=int, default=2, help="stages run at once (one CPU thread each)")
     args = p.parse_args(argv)
-    size = Path(args.config).stem
+    # cpu-car.yaml is cpu.yaml plus CAR's recipe: the same run folder and benchmark config.
+    size = Path(args.config).stem.removesuffix("-car")
     if args.run_dir is None:
         suffix = "" if args.strategy == "random" else f"-{args.strategy}"
         args.run_dir = os.path.join(os.environ.get("PROVER_RUNS", "runs"), f"retriever-{size}{suffix}")

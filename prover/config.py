@@ -1,7 +1,9 @@
 """Structured configs (OmegaConf): a YAML file per experiment, dotlist overrides on every command.
 
 The dataclasses are the schema: a typo'd key or a string where a number belongs fails at
-load time with OmegaConf's message, not an hour into a run.
+load time with OmegaConf's message, not an hour into a run. A YAML file may start from another
+one, `extends: other.yaml` (a path relative to it): its keys are laid over that file's, so an
+optional part (CAR's recipe over `cpu.yaml`) lives in a file of its own instead of a copy.
 """
 from __future__ import annotations
 
@@ -53,6 +55,22 @@ def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
     return ConfigError(f"config key {key!r} in {source}: {str(e).splitlines()[0]}")
 
 
+def load_yaml(path: str, _seen: tuple[str, ...] = ()) -> Any:
+    """The YAML file at `path`, over the file its `extends:` key names (relative to it), recursively."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"config file {path} not found")
+    node = OmegaConf.load(path)
+    base = node.pop("extends", None) if OmegaConf.is_dict(node) else None
+    if base is None:
+        return node
+    base_path = os.path.normpath(os.path.join(os.path.dirname(path), str(base)))
+    if os.path.abspath(base_path) in _seen:
+        raise ConfigError(f"{path}: `extends: {base}` makes a cycle")
+    if not os.path.exists(base_path):
+        raise ConfigError(f"{path}: `extends: {base}` names {base_path}, which does not exist")
+    return OmegaConf.merge(load_yaml(base_path, _seen + (os.path.abspath(path),)), node)
+
+
 def load_config(schema: type, path: str | None = None, overrides: list[str] | None = None) -> Any:
     """Schema defaults, then the YAML file, then `key=value` overrides, in that order.
     A key the schema lacks or a value of the wrong type raises ConfigError, in one line."""
@@ -61,10 +79,9 @@ def load_config(schema: type, path: str | None = None, overrides: list[str] | No
     check_overrides(overrides)
     cfg = OmegaConf.structured(schema)
     if path:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"config file {path} not found")
+        file_cfg = load_yaml(path)
         try:
-            cfg = OmegaConf.merge(cfg, OmegaConf.load(path))
+            cfg = OmegaConf.merge(cfg, file_cfg)
         except OmegaConfBaseException as e:
             raise _one_line(e, cfg, path) from None
     if overrides:

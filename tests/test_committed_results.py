@@ -119,5 +119,5 @@ def test_the_selection_file_is_what_its_sources_say_and_the_shipped_config_took_
     d = next(c for c in committed["choices"] if c["choice"].startswith("CAR recipe D"))
     best = max(d["tried"], key=lambda t: t["val_R@10"])
     assert d["chosen"]["val_R@10"] == best["val_R@10"]  # chosen by validation, nothing else
-    car = load_config(RetrieverTrainConfig, str(RESULTS.parents[1] / "configs" / "retriever" / "cpu.yaml"), []).car
+    car = load_config(RetrieverTrainConfig, str(RESULTS.parents[1] / "configs" / "retriever" / "cpu-car.yaml"), []).car
     assert (car.k1, car.first_stage_weight) == (d["chosen"]["k1"], d["chosen"]["first_stage_weight"])

@@ -157,10 +157,12 @@ def test_each_size_trains_car_after_the_cfr_it_reranks_and_benchmarks_that_pair(
     from retriever.registry import REGISTRY
     pipeline = benchmark_script("retriever_pipeline")
     assert pipeline.stages_for(str(repo / "configs/retriever/small.yaml"))["train-car"][1] == ["train-cfr"]
-    assert pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))["train-car"][1] == ["train-cfr-conventional"]
+    assert pipeline.stages_for(str(repo / "configs/retriever/cpu-car.yaml"))["train-car"][1] == ["train-cfr-conventional"]
     # CAR's chain starts first: its CFR comes right after pretrain, before the other CFR.
-    assert list(pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml")))[:3] == [
+    assert list(pipeline.stages_for(str(repo / "configs/retriever/cpu-car.yaml")))[:3] == [
         "pretrain", "train-cfr-conventional", "train-car"]
+    # cpu.yaml, the shipped first stage, has no CAR recipe: its pipeline trains no CAR.
+    assert "train-car" not in pipeline.stages_for(str(repo / "configs/retriever/cpu.yaml"))
     assert list(pipeline.stages_for(str(repo / "configs/retriever/small.yaml")))[:3] == [
         "pretrain", "train-cfr", "train-car"]
     # The fusion stage waits for the CFR its members load (cpu.yaml: conventional CFR).
@@ -184,7 +186,7 @@ def test_benchmark_model_overrides_reach_the_training_config():
     tc = training_config(bench)
     assert (tc.car.k1, tc.car.first_stage_weight, tc.run_dir) == (20, 0.0, "/elsewhere")
     plain = training_config(load_config(RetrievalBenchmarkConfig, str(repo / "configs/retrieval/benchmark_cpu.yaml")))
-    own = load_config(RetrieverTrainConfig, str(repo / "configs/retriever/cpu.yaml"))
+    own = load_config(RetrieverTrainConfig, str(repo / "configs/retriever/cpu-car.yaml"))
     assert (plain.car.k1, plain.car.first_stage_weight) == (own.car.k1, own.car.first_stage_weight)
     assert own.car.k1 != 20  # so the override above did change something
 
