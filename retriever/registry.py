@@ -324,23 +324,30 @@ def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     return build
 
 
+def _rerank_with_car(first: Retriever, trained_over: str, cfg: Any, weight: float) -> Retriever:
+    """`first`'s top k1 re-ranked by the CAR trained over `trained_over` (its folder in the
+    run), ordered by z(CAR) + weight·z(first stage); a CAR trained over another list is refused."""
+    from retriever.models.car import RerankRetriever
+    from retriever.training.train_car import car_run_dir
+    from prover.training.run import pick_device
+    tc = training_config(cfg)
+    car = car_run_dir(tc.run_dir, trained_over) / "model"
+    rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)
+    recorded = rr.scorer.meta.get("first_stage", trained_over)
+    if recorded != trained_over:
+        raise ValueError(f"the CAR model at {car} was trained over {recorded}, not {trained_over}")
+    return rr
+
+
 def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], Retriever]:
     """`first_stage`'s top k1 re-ranked by the CAR trained on its negatives, fused with the
     first stage's scores by `car.first_stage_weight` (weight None) or in CAR's order alone
     (weight 0)."""
     def build(corpus: Corpus, cfg: Any) -> Retriever:
-        from retriever.models.car import RerankRetriever
-        from retriever.training.train_car import car_run_dir
-        from prover.training.run import pick_device
         require_trained(f"{first_stage}+car", cfg)
         tc = training_config(cfg)
-        car = car_run_dir(tc.run_dir, first_stage) / "model"
         w = tc.car.first_stage_weight if weight is None else weight
-        rr = RerankRetriever.load(REGISTRY[first_stage](corpus, tc), car, pick_device(tc.device),
-                                  tc.car.k1, tc.car.k2, w)
-        trained_over = rr.scorer.meta.get("first_stage", first_stage)
-        if trained_over != first_stage:
-            raise ValueError(f"the CAR model at {car} was trained over {trained_over}, not {first_stage}")
+        rr = _rerank_with_car(REGISTRY[first_stage](corpus, tc), first_stage, cfg, w)
         if weight is not None:
             rr.name += "-only"
         return rr
@@ -352,20 +359,10 @@ def _fusion_car(corpus: Corpus, cfg: Any) -> Retriever:
     (`car.first_stage`), ordered by z(CAR) + car.fusion_weight·z(fusion score). CAR's
     negatives came from that CFR, not from the fusion: mining them from the fusion would need
     its priors to leave each training theorem's own proof out."""
-    from retriever.models.car import RerankRetriever
-    from retriever.training.train_car import car_run_dir
-    from prover.training.run import pick_device
     tc = training_config(cfg)
-    first = tc.car.first_stage
     require_trained("fusion", cfg)
-    require_trained(f"{first}+car", cfg)
-    car = car_run_dir(tc.run_dir, first) / "model"
-    rr = RerankRetriever.load(_learned_fusion(corpus, cfg), car, pick_device(tc.device),
-                              tc.car.k1, tc.car.k2, tc.car.fusion_weight)
-    trained_over = rr.scorer.meta.get("first_stage", first)
-    if trained_over != first:
-        raise ValueError(f"the CAR model at {car} was trained over {trained_over}, not {first}")
-    return rr
+    require_trained(f"{tc.car.first_stage}+car", cfg)
+    return _rerank_with_car(_learned_fusion(corpus, cfg), tc.car.first_stage, cfg, tc.car.fusion_weight)
 
 
 def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
