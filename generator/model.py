@@ -27,9 +27,11 @@ from pathlib import Path
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
+from generator.candidate import Candidate
 from generator.inputs import format_input, normalize_tactic
 from generator.instantiate import filled
 from generator.neighbors import TacticNeighbors, vote
+from generator.rerank import CandidateRanker
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
@@ -109,6 +111,8 @@ class TacticGenerator:
         # off): a log-linear prior P(t) e^bonus for copying what retrieval found, which the
         # CPU-size network does not learn to do from the input alone (issue 28).
         self.premise_bonus = 0.0
+        # A learned candidate ranker (generator/rerank.py; None: the hand-set score above).
+        self.ranker: CandidateRanker | None = None
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -238,22 +242,49 @@ class TacticGenerator:
                  premises: Sequence[Sequence[str]] | None = None) -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
-        Candidates come from beam search or sampling, plus the model's tactic pool (those that
-        start with `prefix`); each distinct tactic is then scored by `score_candidates`, so the
-        score is the model's log P(tactic | input) whatever the decoding (beam scores of byte
-        sequences that decode to the same text, or sampling temperature, would not be), and
-        the best `num_samples` are kept. Empty tactics are dropped.
+        Candidates come from `candidates` (beam search or sampling, the tactic pool, and with
+        `states` the neighbours' tactics and their premise-instantiated forms). Each is scored by
+        the model's log P(tactic | input), whatever the decoding; with neighbours, by the
+        mixture's log((1 - w) P_model + w P_neighbours) (generator/neighbors.py), plus
+        `self.premise_bonus` when it names a premise shown. With a candidate ranker
+        (`self.ranker`, generator/rerank.py) the ranker orders them instead and the score is
+        its softmax over this state's candidates. The best `num_samples` are kept.
 
         With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
         instead of from nothing, and the score is still that of the whole tactic, prefix
-        included, so it compares with unconstrained suggestions.
+        included, so it compares with unconstrained suggestions."""
+        out: list[list[Suggestion]] = []
+        for cands in self.candidates(inputs, num_samples, method, temperature, batch_size, prefix,
+                                     states, premises):
+            scores = self.ranker.logprobs(cands) if self.ranker is not None else [self.score(c) for c in cands]
+            scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores)), key=lambda s: -s.logprob)
+            out.append(scored[:num_samples])
+        return out
 
-        With `states` (the raw proof state of each input) and tactic neighbours loaded, the
-        neighbours' tactics join the candidates and each score is the mixture's
-        log((1 - w) P_model + w P_neighbours) (generator/neighbors.py). With `premises` (the
-        full names shown in each input, best first) and `self.instantiate` > 0, the neighbours'
-        one-premise tactics filled with those premises join them (generator/instantiate.py), and
-        `self.premise_bonus` is added to the score of each candidate naming one of them."""
+    def score(self, c: Candidate) -> float:
+        """The hand-set score of one candidate: the model's log-probability, mixed with the
+        neighbours' vote when they were consulted, plus the premise bonus."""
+        s = c.model_logprob
+        if c.neighbour_prob is not None:
+            s = self.neighbors.mix(s, c.neighbour_prob)
+        if self.premise_bonus and c.premise_rank >= 0:
+            s += self.premise_bonus
+        return s
+
+    @torch.no_grad()
+    def candidates(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
+                   temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
+                   states: Sequence[str] | None = None,
+                   premises: Sequence[Sequence[str]] | None = None) -> list[list[Candidate]]:
+        """Per input, every distinct candidate tactic with the evidence for it, unordered.
+
+        Beam search (or sampling) writes `num_samples`; the model's tactic pool (those that
+        start with `prefix`) joins them. With `states` (the raw proof state of each input) and
+        tactic neighbours loaded, the neighbours' tactics join too, with their vote. With
+        `premises` (the full names shown in each input, best first) and `self.instantiate` > 0,
+        the neighbours' one-premise tactics filled with those premises join them
+        (generator/instantiate.py). Each candidate's model log-probability is computed once
+        with the input encoded once (`score_candidates`). Empty tactics are dropped."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
         if states is not None and len(states) != len(inputs):
@@ -264,7 +295,8 @@ class TacticGenerator:
                              f"writes ({self.input_cfg.max_target_bytes} bytes)")
         was_training = self.model.training
         self.model.eval()
-        out: list[list[Suggestion]] = []
+        pool_rank = {t: i for i, t in enumerate(self.pool)}
+        out: list[list[Candidate]] = []
         for lo in range(0, len(inputs), batch_size):
             chunk = list(inputs[lo: lo + batch_size])
             enc = self.encode(chunk, self.max_input_tokens)
@@ -286,24 +318,24 @@ class TacticGenerator:
             else:
                 texts = [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
             pool = [t for t in self.pool if t.startswith(prefix)]
+            consulted = self.neighbors is not None and self.mix_neighbors and states is not None
             nearest = ([self.neighbors.nearest_states(s) for s in states[lo: lo + batch_size]]
-                       if self.neighbors is not None and self.mix_neighbors and states is not None
-                       else [[] for _ in chunk])
+                       if consulted else [[] for _ in chunk])
             near = [vote([(self.neighbors.tactics[d], score) for d, score in ns], self.neighbors.cfg.temperature)
                     if ns else {} for ns in nearest]
             shown = premises[lo: lo + batch_size] if premises is not None else [() for _ in chunk]
             extra = [filled(self.neighbors, ns, names, self.instantiate) if ns else [] for ns, names in zip(nearest, shown)]
-            cands = [list(dict.fromkeys(t for t in texts[i * num_samples: (i + 1) * num_samples] + pool
+            beams = [texts[i * num_samples: (i + 1) * num_samples] for i in range(len(chunk))]
+            cands = [list(dict.fromkeys(t for t in beams[i] + pool
                                         + [t for t in [*near[i], *extra[i]] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
-            for c, scores, dist, names in zip(cands, self.score_candidates(chunk, cands), near, shown):
-                if dist:
-                    scores = [self.neighbors.mix(s, dist.get(t, 0.0)) for t, s in zip(c, scores)]
-                if self.premise_bonus and names:
-                    named = [name_pattern(n) for n in dict.fromkeys(names)]
-                    scores = [s + self.premise_bonus * any(p.search(t) for p in named) for t, s in zip(c, scores)]
-                scored = sorted((Suggestion(t, s) for t, s in zip(c, scores)), key=lambda s: -s.logprob)
-                out.append(scored[:num_samples])
+            for i, (c, scores) in enumerate(zip(cands, self.score_candidates(chunk, cands))):
+                named = [name_pattern(n) for n in dict.fromkeys(shown[i])]
+                in_beam, in_extra = set(beams[i]), set(extra[i])
+                out.append([Candidate(t, s, near[i].get(t, 0.0) if near[i] else None, t in in_beam,
+                                      pool_rank.get(t, -1), t in in_extra,
+                                      next((r for r, p in enumerate(named) if p.search(t)), -1))
+                            for t, s in zip(c, scores)])
         if was_training:
             self.model.train()
         return out
