@@ -148,7 +148,9 @@ class TacticGenerator:
         pool_file = Path(path) / TACTIC_POOL
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
         neighbors = TacticNeighbors.load(path) if local else None
-        return cls(model, input_cfg or InputConfig(), device, pool, neighbors)
+        gen = cls(model, input_cfg or InputConfig(), device, pool, neighbors)
+        gen.ranker = CandidateRanker.load(path) if local else None
+        return gen
 
     def save_pretrained(self, path: str | Path) -> None:
         self.model.save_pretrained(str(path))
@@ -158,6 +160,8 @@ class TacticGenerator:
             save_pool(path, self.pool)
         if self.neighbors is not None:
             self.neighbors.save(path)
+        if self.ranker is not None:
+            self.ranker.save(path)
 
     def input_text(self, state: str, premises: Sequence[Premise] = (),
                    max_bytes: int | None = None) -> tuple[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from generator.inputs import TACTIC_MARK, format_input, n_bytes
@@ -167,3 +168,46 @@ def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_gener
     for s in lifted:  # the bonus is added once to a named candidate, and to nothing else
         if s.tactic in before:
             assert s.logprob == pytest.approx(before[s.tactic] + 1000.0 * (s in named))
+
+
+def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_generator, tmp_path):
+    from generator.instantiate import filled
+    from generator.rerank import CandidateRanker, RankerConfig
+    from prover.data.tactic_steps import name_pattern
+    cfg, summary = ra_generator
+    gen = TacticGenerator.load(summary["model"])
+    assert gen.ranker is None  # a folder without one keeps the hand-set score
+    nb = gen.neighbors
+    d = next(i for i, ps in enumerate(nb.premises) if len(ps) == 1 and ps[0].split(".")[-1] in nb.tactics[i])
+    state, names = "⊢ " + nb.tactics[d], ["Nat.zero_lt_one", "Nat.succ_pos"]
+    text = gen.input_text(state)[0]
+    gen.instantiate = 2
+    cands = gen.candidates([text], num_samples=4, states=[state], premises=[names])[0]
+    by = {c.tactic: c for c in cands}
+    assert len(by) == len(cands) and sum(c.in_beam for c in cands) >= 1
+    for t, p in nb.distribution(state).items():
+        assert by[t].neighbour_prob == pytest.approx(p)
+    assert all(by[t].pool_rank == i for i, t in enumerate(gen.pool) if t in by)
+    inst = filled(nb, nb.nearest_states(state), names, 2)
+    assert inst and all(by[t].instantiated for t in inst)
+    for c in cands:
+        ranks = [r for r, n in enumerate(names) if name_pattern(n).search(c.tactic)]
+        assert c.premise_rank == (ranks[0] if ranks else -1)
+    # generate() is the hand-set score over exactly these candidates.
+    top = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    assert [s.tactic for s in top] == [c.tactic for c in sorted(cands, key=lambda c: -gen.score(c))][:4]
+    # A ranker fitted where the recorded tactic is always the hand-set score's last
+    # instantiated candidate puts that one first, and its scores are a distribution.
+    gold = min((c for c in cands if c.instantiated), key=gen.score).tactic
+    ranker = CandidateRanker.fit([cands] * 20, [gold] * 20, nb.cfg.weight,
+                                 RankerConfig(num_trees=30, num_leaves=4, min_data_in_leaf=1))
+    gen.ranker = ranker
+    top = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    hand_set = [c.tactic for c in sorted(cands, key=lambda c: -gen.score(c))]
+    assert top[0].tactic == gold and hand_set.index(gold) > 0
+    logp = ranker.logprobs(cands)
+    assert sum(np.exp(logp)) == pytest.approx(1.0) and top[0].logprob == pytest.approx(max(logp))
+    # It travels with the model folder.
+    gen.save_pretrained(tmp_path)
+    again = TacticGenerator.load(tmp_path)
+    assert again.ranker is not None and np.allclose(again.ranker.scores(cands), ranker.scores(cands))
