@@ -68,16 +68,26 @@ def dump_path(run_dir: Path, split: str, premises: str) -> Path:
 
 
 def read_dump(path: Path) -> list[dict]:
+    """The states dumped so far; a tail cut by an interruption is dropped (and redone)."""
+    rows: list[dict] = []
     if not path.exists():
-        return []
-    rows = []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            try:
+        return rows
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
                 rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by an interruption: the rest is redone
-                break
+    except (EOFError, OSError, json.JSONDecodeError):
+        pass
     return rows
+
+
+def _rewrite(path: Path, rows: list[dict]) -> None:
+    """Only whole rows kept, so appending after an interruption leaves a readable file."""
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
 
 
 def candidates_of(row: dict) -> list[Candidate]:
@@ -103,7 +113,10 @@ def dump(args, cfg) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     for cond in args.premises:
         path = dump_path(run_dir, args.split, cond)
-        done = {r["key"] for r in read_dump(path)}
+        rows = read_dump(path)
+        if path.exists():
+            _rewrite(path, rows)
+        done = {r["key"] for r in rows}
         todo = [e for e in examples if e.key not in done]
         log.info("%s %s: %d states, %d done", args.split, cond, len(examples), len(done))
         if not todo:

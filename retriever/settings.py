@@ -190,6 +190,10 @@ class FusionConfig:
         "bm25", "usage", "locality", "neighbors", "neighbors-tactic", "cfr-conventional"])
     depth: int = 100
     split: str | None = None  # queries it is fitted on (None: val_split); never a test split
+    # statement: one query per traced tactic as recorded (for mathlib-src: the theorem's
+    # statement); tactic: statement-level proofs split into tactic-level steps first
+    # (prover/data/tactic_steps.py), states nearer the mid-proof ones search asks about.
+    granularity: str = "statement"
     max_queries: int | None = None  # a seeded subset of them (None: all)
     l2: float = 1e-3
     folds: int = 5  # cross-validation over the fitting queries, reported in summary.json (1: none)

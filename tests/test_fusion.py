@@ -238,3 +238,25 @@ def test_locality_usage_and_neighbors_rank_as_scoring_the_whole_corpus_would(min
             assert _ranked(nb, state, ctx, k) == whole
             checked_votes += int((v > 0).sum() > 0)
     assert checked_votes > 40  # most queries had votes to rank ahead of locality
+
+
+def test_the_fusion_can_be_fitted_on_tactic_level_steps(mini_root):
+    """fusion.granularity=tactic: one query per pseudo step that uses a known premise (more
+    than the statements), each with the premises its own tactic uses; anything else is refused."""
+    from prover.config import load_config
+    from prover.data.tactic_steps import tactic_level
+    from retriever.settings import RetrieverTrainConfig
+    from retriever.training.train_fusion import member_rankings
+    cfg = load_config(RetrieverTrainConfig, str(REPO / "configs/retriever/tiny.yaml"),
+                      [f"data.root={mini_root}", "fusion.members=[bm25,locality]"])
+    statement_ranks, statement_gold = member_rankings(cfg, "random/val")
+    cfg.fusion.granularity = "tactic"
+    ranks, gold = member_rankings(cfg, "random/val")
+    ds = Dataset(mini_root)
+    steps, _ = tactic_level(ds.theorems("random/val"), max_target_bytes=0)
+    queries, _ = premise_queries(steps, ds.corpus(), ds.skips)
+    assert len(gold) == len(queries) > len(statement_gold) and gold == [set(q.gold) for q in queries]
+    assert all(len(r) == 2 and len(r[0]) == cfg.fusion.depth for r in ranks)
+    cfg.fusion.granularity = "proof"
+    with pytest.raises(ValueError, match="granularity"):
+        member_rankings(cfg, "random/val")

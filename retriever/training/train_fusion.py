@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
+from prover.data.tactic_steps import tactic_level
 from prover.utils.progress import progress_bar
 from retriever.base import TheoremContext
 from retriever.models.learned_fusion import fit_fusion, order, rank_features
@@ -41,7 +42,12 @@ def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[s
     fc = cfg.fusion
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
-    queries, _ = premise_queries(ds.theorems(split), corpus, ds.skips)
+    theorems = ds.theorems(split)
+    if fc.granularity == "tactic":
+        theorems, _ = tactic_level(theorems, max_target_bytes=0)  # no byte budget: nothing is generated
+    elif fc.granularity != "statement":
+        raise ValueError(f"fusion.granularity must be statement or tactic, not {fc.granularity!r}")
+    queries, _ = premise_queries(theorems, corpus, ds.skips)
     if fc.max_queries and len(queries) > fc.max_queries:
         keep = np.random.default_rng(cfg.seed).choice(len(queries), fc.max_queries, replace=False)
         queries = [queries[i] for i in sorted(keep)]

@@ -1,0 +1,153 @@
+"""Which queries should the fusion be fitted on: statements, or tactic-level steps? (issue 28)
+
+The shipped fusion (configs/retriever/cpu.yaml: a logistic regression over the ranks of bm25,
+usage, locality, neighbors, neighbors-tactic and conventional CFR) is fitted on random/val's
+statement-level queries: one per theorem, its initial goal. Proof search asks about mid-proof
+states. `fusion.granularity=tactic` fits it on the same theorems split into tactic-level steps
+(prover/data/tactic_steps.py: each step's state with the premises its own tactic uses), which
+look more like them. Rows: fitted on statements (the shipped recipe), on steps, on both. The
+recipe is chosen on leandojo-real/select; report is scored once, for the chosen one against the
+shipped one. Intervals resample theorems.
+
+    python benchmarks/fusion_queries.py
+"""
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.ltr_fusion import arguments, half_rows, recall10  # noqa: E402
+from prover.data.dataset import Dataset  # noqa: E402
+from prover.data.halves import half_keys  # noqa: E402
+from prover.data.jsonio import write_json  # noqa: E402
+from prover.data.pairs import premise_queries  # noqa: E402
+from prover.data.tactic_steps import tactic_level  # noqa: E402
+from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree  # noqa: E402
+from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, paired_intervals  # noqa: E402
+from retriever.models.learned_fusion import fit_fusion, order, rank_features  # noqa: E402
+
+RECIPES = {"statements (shipped)": ("statement",), "steps": ("tactic",), "statements + steps": ("statement", "tactic")}
+SHIPPED = "statements (shipped)"
+
+
+def rankings(cfg, split: str, granularity: str, cache: Path) -> tuple[list, list]:
+    """Every member's top `depth` per query of `split` at this granularity, and the queries
+    (cached under `cache`: ranking takes minutes)."""
+    from omegaconf import OmegaConf
+
+    from retriever.training.train_fusion import member_rankings
+    c = cfg.copy()
+    OmegaConf.update(c, "fusion.granularity", granularity)
+    OmegaConf.update(c, "fusion.max_queries", None)
+    path = cache / f"{split.replace('/', '-')}-{granularity}.pkl"
+    if path.exists():
+        ranks = pickle.loads(path.read_bytes())
+    else:
+        ranks, _ = member_rankings(c, split)
+        cache.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(ranks))
+    ds = Dataset(cfg.data.root)
+    theorems = ds.theorems(split)
+    if granularity == "tactic":
+        theorems, _ = tactic_level(theorems, max_target_bytes=0)
+    queries, _ = premise_queries(theorems, ds.corpus(), ds.skips)
+    if len(queries) != len(ranks):
+        raise SystemExit(f"{path}: rankings of {len(ranks)} queries, the split has {len(queries)}: delete it")
+    return ranks, queries
+
+
+def examples(ranks, queries, depth: int) -> list[tuple]:
+    out = []
+    for r, q in zip(ranks, queries):
+        cand, feats = rank_features(r, depth)
+        out.append((cand, feats, np.fromiter((c in set(q.gold) for c in cand.tolist()), bool, len(cand)), set(q.gold)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", default="runs/fusion-queries")
+    args = arguments(ap)
+    commit = require_clean_tree(False)
+    t0 = time.perf_counter()
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
+    fc = cfg.fusion
+    cache = Path(args.cache)
+    fit = {g: examples(*rankings(cfg, "random/val", g, cache), fc.depth) for g in ("statement", "tactic")}
+    ranks, queries = rankings(cfg, "leandojo-real/val", "statement", cache)
+    real = examples(ranks, queries, fc.depth)
+    theorems = [f"{q.file_path}::{q.theorem}" for q in queries]
+    halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in theorems]) for h in ("select", "report")}
+    per: dict[str, np.ndarray] = {}
+    for name, grans in RECIPES.items():
+        model = fit_fusion([e[1:3] for g in grans for e in fit[g]], list(fc.members), fc.depth, fc.l2)
+        per[name] = np.array([recall10(order(c, model.score(f)), g) for c, f, _, g in real])
+    per["best no-learning member alone: neighbors-tactic"] = np.array(
+        [recall10(np.asarray(r[list(fc.members).index("neighbors-tactic")]), set(q.gold)) for r, q in zip(ranks, queries)])
+    rows = half_rows(per, {"select": halves["select"]}, theorems)
+    chosen = max(RECIPES, key=lambda n: (rows[n]["select"]["R@10"], n == SHIPPED))
+    sel = halves["select"]
+    sel_clusters = [t for t, k in zip(theorems, sel) if k]
+    select_cmp = []
+    for name in RECIPES:
+        if name != SHIPPED:
+            d = paired_intervals(per[name][sel], per[SHIPPED][sel], clusters=sel_clusters).diff
+            select_cmp.append({"a": name, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
+    report = {}
+    if chosen != SHIPPED:  # report is scored once, for the chosen recipe and the one it would replace
+        rep = halves["report"]
+        clusters = [t for t, k in zip(theorems, rep) if k]
+        report = {n: v["report"] for n, v in half_rows({n: per[n] for n in (chosen, SHIPPED)}, {"report": rep},
+                                                      theorems).items()}
+        d = paired_intervals(per[chosen][rep], per[SHIPPED][rep], clusters=clusters).diff
+        report["comparison"] = {"a": chosen, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
+    res = {"benchmark": "fusion-queries", "command": "python " + " ".join(sys.argv), "git_commit": commit,
+           "machine": machine(), "members": list(fc.members), "depth": fc.depth, "l2": fc.l2,
+           "fit_queries": {g: len(fit[g]) for g in fit},
+           "n_queries": {h: int(m.sum()) for h, m in halves.items()},
+           "n_theorems": {h: len({t for t, k in zip(theorems, m) if k}) for h, m in halves.items()},
+           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
+           "rows": rows, "select_comparisons": select_cmp, "chosen_on_select": chosen, "report": report,
+           "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (member rankings cached in {args.cache}), "
+                     "beyond the members' own training", "peak_rss_gib": round(peak_rss_gib(), 2)}
+    stem = Path("benchmarks/results") / "fusion-queries-mathlib-src"
+    write_json(stem.with_suffix(".json"), res)
+    stem.with_suffix(".md").write_text(markdown(res))
+    print(markdown(res))
+
+
+def markdown(res: dict) -> str:
+    L = ["# The fusion's fitting queries: statements or tactic-level steps (leandojo-real halves)", "",
+         f"Fusion: logistic regression over {', '.join(res['members'])} (top {res['depth']} each, l2 {res['l2']}), "
+         f"fitted on random/val: {res['fit_queries']['statement']} statement-level queries, "
+         f"{res['fit_queries']['tactic']} tactic-level step queries. Select: {res['n_queries']['select']} queries of "
+         f"{res['n_theorems']['select']} theorems (the choice); report: {res['n_queries']['report']} of "
+         f"{res['n_theorems']['report']}, scored once for the chosen recipe. Brackets: 95% bootstrap intervals "
+         "resampling theorems.", "", "| fitted on | select R@10 |", "|---|---|"]
+    L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} |" for n, v in res["rows"].items()]
+    L += ["", "Paired on select (points):", "", "| a | b | a − b |", "|---|---|---|"]
+    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["select_comparisons"]]
+    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."]
+    if res["report"]:
+        rep = res["report"]
+        L += ["", "On report (scored once):", "", "| fitted on | report R@10 |", "|---|---|"]
+        L += [f"| {n} | {v['R@10']} {v['ci']} |" for n, v in rep.items() if n != "comparison"]
+        c = rep["comparison"]
+        L += ["", f"{c['a']} − {c['b']} on report: {c['ci']} points."]
+    else:
+        L += ["", "The shipped recipe stays; report is not scored again."]
+    L += ["", f"Commit {res['git_commit']}; {res['budget']}. Command: `{res['command']}`"]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()
