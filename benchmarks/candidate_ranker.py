@@ -245,13 +245,29 @@ def markdown(r: dict) -> str:
              f"one-premise tactics filled with the top {INSTANTIATE} premises shown) for {r['n_states']} tactics of "
              f"{r['n_theorems']} theorems. Rankers (generator/rerank.py, LambdaMART) fitted on {r['fit_split']} "
              "tactic-level steps with none and fusion premises; never on this split.", "",
-             "| ordering \\| premises | EM@8 (%) | 95% interval |", "|---|---|---|"]
-    lines += [f"| {x['row']} | {100 * x['em@8']:.1f} | [{100 * x['ci'][0]:.1f}, {100 * x['ci'][1]:.1f}] |" for x in r["rows"]]
+             "EM@8 (%), 95% intervals resampling theorems, by the premises shown:", ""]
+    conds = list(dict.fromkeys(x["row"].split(" | ")[1] for x in r["rows"]))
+    cells: dict[str, dict[str, str]] = {}
+    for x in r["rows"]:
+        ordering, cond = x["row"].split(" | ")
+        cells.setdefault(ordering, {})[cond] = f"{100 * x['em@8']:.1f} [{100 * x['ci'][0]:.1f}, {100 * x['ci'][1]:.1f}]"
+    lines += ["| ordering | " + " | ".join(conds) + " |", "|---" * (len(conds) + 1) + "|"]
+    lines += [f"| {o} | " + " | ".join(c.get(k, "") for k in conds) + " |" for o, c in cells.items()]
     lines += ["", "Paired differences at EM@8 (points; 95% bootstrap, "
               f"{r['bootstrap']['resamples']} resamples of the theorems, seed {r['bootstrap']['seed']}):", "",
               "| comparison | difference | 95% interval |", "|---|---|---|"]
-    lines += [f"| {c['a']} − {c['b']} | {100 * c['diff']:+.1f} | [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}] |"
+    lines += [f"| {c['a'].replace(' | ', ', ')} − {c['b'].replace(' | ', ', ')} | {100 * c['diff']:+.1f} | [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}] |"
               for c in r["comparisons"]]
+    rankers = [k for k in cells if k.startswith("ranker ")]
+    if rankers and r["split"].endswith("select"):
+        em = {x["row"]: x["em@8"] for x in r["rows"]}
+        best = max(rankers, key=lambda k: (em.get(f"{k} | fusion", 0.0), -rankers.index(k)))
+        c = next(c for c in r["comparisons"] if c["a"] == f"{best} | fusion" and c["b"] == "mixture (shipped) | fusion")
+        ship = c["ci"][0] > 0
+        lines += ["", f"Chosen on select by the fusion column (the premises search shows): **{best}**, "
+                  f"{100 * c['diff']:+.1f} [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}] points over the shipped "
+                  "mixture. " + ("Its interval is above zero: scored on report." if ship else
+                                 "A gain inside its noise is not a gain: not shipped, and report is not scored.")]
     lines += ["", "any candidate: the recorded tactic is among all candidates (the ceiling of any ordering). "
               "mixture (shipped): the generator's hand-set score over the candidates it proposes without "
               f"instantiation; + inst{INSTANTIATE} + bonus {BONUS:g}: with the instantiated candidates and {BONUS:g} nats "
@@ -276,7 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-dir", default="benchmarks/results")
     p.add_argument("--allow-dirty", action="store_true")
     p.add_argument("overrides", nargs="*")
+    p.add_argument("--render", default=None, help="only rewrite the Markdown of this results JSON")
     args = p.parse_intermixed_args(argv)
+    if args.render:  # a rendering change: the numbers come from the JSON, nothing is recomputed
+        path = Path(args.render)
+        path.with_suffix(".md").write_text(markdown(json.loads(path.read_text())))
+        return 0
     commit = require_clean_tree(args.allow_dirty)
     setup_logging()
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)

@@ -57,3 +57,20 @@ def test_a_ranker_learns_which_evidence_to_trust_and_round_trips(tmp_path):
     assert CandidateRanker.load(tmp_path / "nothing") is None
     with pytest.raises(ValueError, match="nothing to fit"):
         CandidateRanker.fit([[_cand("x", -1.0)]], ["y"], 0.5)
+
+
+def test_the_benchmark_orderings_read_one_dump_as_each_generator_would():
+    """One dumped state serves every ordering: the shipped mixture never sees the instantiated-
+    only candidates, the bonus lifts those naming a premise shown, the neighbours rank by vote."""
+    from benchmarks.candidate_ranker import candidates_of, hits, orderings
+    row = {"key": "A.lean::t#0", "gold": "rw [p0]", "cands": [
+        ["simp", -1.0, 0.0, 1, 0, 0, -1], ["ring", -2.0, 0.5, 0, 1, 0, -1],
+        ["rw [p0]", -20.0, 0.0, 0, -1, 1, 0]]}
+    o = orderings(0.5, None)
+    cands = candidates_of(row)
+    assert o["mixture (shipped)"](cands)[2] == -np.inf and o["neighbours alone"](cands)[:2] == [-np.inf, 0.5]
+    lifted = o["mixture + inst3 + bonus 3"](cands)
+    assert lifted[2] == pytest.approx(np.log(0.5) - 20.0 + 3.0)
+    assert list(hits([row], o["mixture (shipped)"])) == [0.0]
+    assert list(hits([row], o["mixture + inst3 + bonus 3"])) == [1.0]  # 3 candidates, all in the top 8
+    assert list(hits([dict(row, gold="simp")], o["neighbours alone"])) == [0.0]  # simp has no vote
