@@ -114,11 +114,31 @@ def _neighbors_from(tactic_level: bool) -> Callable[..., Retriever]:
     return build
 
 
+def _dense_neighbors_from(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
+    """`neighbors-cfr`: the tactic-level training states nearest by the trained conventional
+    CFR's state encoder (retriever/models/dense_neighbors.py); their vectors are kept beside it."""
+    from prover.data.tactic_steps import tactic_level as split_tactics
+    from retriever.models.cfr import CFREncoder, model_fingerprint
+    from retriever.models.dense_neighbors import DenseNeighborRetriever
+    from retriever.training.train_cfr import cfr_config
+    from prover.training.run import pick_device
+    require_trained("neighbors-cfr", cfg)
+    tc = training_config(cfg)
+    model = Path(tc.run_dir) / "cfr-conventional" / "model"
+    rc = replace(cfr_config(tc), similarity="conventional")
+    encoder = CFREncoder.from_pretrained(model, rc).to(pick_device(tc.device)).eval()
+    k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
+    steps, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
+    return DenseNeighborRetriever(corpus, steps, encoder, int(k or 5), rc.temperature, locality,
+                                  cache_dir=model.parent, model_sha1=model_fingerprint(model) or "")
+
+
 # The retrievers built from the training split's proofs, by what they make of them.
 _FROM_TRAINING: dict[str, Callable[..., Retriever]] = {
     "usage": _usage_from,
     "neighbors": _neighbors_from(False),
     "neighbors-tactic": _neighbors_from(True),
+    "neighbors-cfr": _dense_neighbors_from,
 }
 
 
@@ -230,7 +250,7 @@ _NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["
           "bm25+usage+cfr-conventional": ["cfr-conventional"],
           "bm25+usage+locality+cfr-conventional": ["cfr-conventional"],
           "bm25+usage+locality+cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
-          "fusion": ["fusion"]}
+          "neighbors-cfr": ["cfr-conventional"], "fusion": ["fusion"]}
 
 
 def member_models(tc: Any, members: Sequence[str]) -> dict[str, str]:
@@ -412,6 +432,8 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
     "bm25+usage+neighbors": _fusion("bm25", "usage", "neighbors"),
     "bm25+usage+locality+neighbors": _fusion("bm25", "usage", "locality", "neighbors"),
     "bm25+usage+neighbors-tactic": _fusion("bm25", "usage", "neighbors-tactic"),
+    # Learned similarity, counted prior: the tactic-level neighbours, nearest by CFR's state encoder.
+    "neighbors-cfr": _from_training("neighbors-cfr"),
     # The learned rows fused with the priors: what the priors leave for learning to add.
     "bm25+usage+cfr-conventional": _fusion("bm25", "usage", "cfr-conventional"),
     "bm25+usage+locality+cfr-conventional": _fusion("bm25", "usage", "locality", "cfr-conventional"),

@@ -260,3 +260,43 @@ def test_the_fusion_can_be_fitted_on_tactic_level_steps(mini_root):
     cfg.fusion.granularity = "proof"
     with pytest.raises(ValueError, match="granularity"):
         member_rankings(cfg, "random/val")
+
+
+class _KeywordEncoder:
+    """A stand-in for CFR's state encoder: a unit vector over the symbols the state holds."""
+
+    WORDS = ("*", "≤", "∈")
+
+    def __init__(self):
+        self.encoded = 0
+
+    def encode_states(self, states, batch_size=128):
+        import torch
+        self.encoded += len(states)
+        v = torch.tensor([[float(w in s) for w in self.WORDS] + [0.1] for s in states])
+        return torch.nn.functional.normalize(v, dim=-1)
+
+
+def test_dense_neighbours_vote_by_the_encoders_similarity_and_keep_their_vectors(states_dataset, tmp_path):
+    """neighbors-cfr: the nearest training states by the encoder (not by shared tokens) vote for
+    their premises, weighted by exp(similarity / T); the rest follow in locality order; the
+    training states are encoded once and their vectors kept."""
+    from retriever.models.dense_neighbors import DenseNeighborRetriever
+    corpus = Corpus.load(states_dataset / "corpus.jsonl")
+    train = [t for t in Dataset(states_dataset).theorems("random/train") if t.full_name != "held"]
+    enc = _KeywordEncoder()
+    r = DenseNeighborRetriever(corpus, train, enc, k=1, cache_dir=tmp_path, model_sha1="m")
+    assert enc.encoded == 2 and len(list(tmp_path.glob("state_vectors-*.npy"))) == 1
+    assert _ranked(r, "⊢ p ≤ q")[:2] in ([B1, A2], [A2, B1])  # the order state's premises
+    assert _ranked(r, "⊢ 2 * y = y")[0] == A1  # the ring state's
+    loc = build_retriever("locality", corpus, _cfg(states_dataset))
+    assert _ranked(r, "⊢ 2 * y = y")[1:] == [i for i in _ranked(loc, "") if i != A1]
+    before = enc.encoded
+    again = DenseNeighborRetriever(corpus, train, enc, k=2, cache_dir=tmp_path, model_sha1="m")
+    assert enc.encoded == before  # the kept vectors: no training state encoded again
+    votes = dict(zip(*again.sparse_votes_batch(["⊢ 2 * y = y"])[0]))
+    # k=2: ring's state (similarity 1.0 by its keyword) outvotes order's by exp(Δ / 0.05).
+    assert votes[A1] > 1e3 * votes[B1] and votes[B1] == votes[A2]
+    before = enc.encoded
+    DenseNeighborRetriever(corpus, train, enc, k=1, cache_dir=tmp_path, model_sha1="other")
+    assert enc.encoded == before + 2  # another model: its own vectors

@@ -31,6 +31,22 @@ from retriever.baselines.lean_tokens import lean_tokens
 log = logging.getLogger(__name__)
 
 
+def voting_states(training_theorems: Iterable[Theorem], corpus: Corpus) -> tuple[list[str], list[np.ndarray]]:
+    """Every training state whose tactic used a premise of the corpus, with those premises (a
+    state whose proof used no known premise casts no vote)."""
+    states: list[str] = []
+    premises: list[np.ndarray] = []
+    for thm in training_theorems:
+        for tac in thm.traced_tactics:
+            used = gold_indices(tac, corpus)
+            if used:
+                states.append(tac.state_before)
+                premises.append(np.asarray(used, dtype=np.int64))
+    if not states:
+        raise ValueError("neighbors: the training theorems use no premise of the corpus")
+    return states, premises
+
+
 class NeighborUsageRetriever(Retriever):
     """Premises voted for by the `k` training states nearest (BM25) to the query state."""
 
@@ -43,16 +59,8 @@ class NeighborUsageRetriever(Retriever):
         self.name = "neighbors" if k == 5 else f"neighbors-{k}"
         self.max_query_chars = max_query_chars
         self.locality = locality or LocalityRetriever(corpus)  # shared within a fusion
-        docs: list[list[str]] = []
-        self.doc_premises: list[np.ndarray] = []
-        for thm in training_theorems:
-            for tac in thm.traced_tactics:
-                used = gold_indices(tac, corpus)
-                if used:  # a state whose proof used no known premise casts no vote
-                    docs.append(lean_tokens(tac.state_before[: self.max_query_chars]))
-                    self.doc_premises.append(np.asarray(used, dtype=np.int64))
-        if not docs:
-            raise ValueError("neighbors: the training theorems use no premise of the corpus")
+        states, self.doc_premises = voting_states(training_theorems, corpus)
+        docs = [lean_tokens(s[: self.max_query_chars]) for s in states]
         import bm25s  # as in retriever/baselines/bm25.py: scipy is slow to import
         if not logging.getLogger().isEnabledFor(logging.DEBUG):
             logging.getLogger("bm25s").setLevel(logging.WARNING)
