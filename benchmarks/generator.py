@@ -169,7 +169,7 @@ def markdown(result: dict) -> str:
     lines = [f"# Tactic generator: {result['dataset']} {result['split']}", "",
              f"Model `{result['model']}` ({result['model_params'] / 1e6:.2f}M parameters{trained}), "
              f"{result['n_examples']} tactics ({result['n_with_gold']} with gold premises), "
-             f"beam {n}{_pool_text(result.get('pool_size'))}{_neighbors_text(result.get('neighbors'))}, "
+             f"beam {result.get('num_beams') or n}{_pool_text(result.get('pool_size'))}{_neighbors_text(result.get('neighbors'))}, "
              f"input budget {result['max_bytes']} bytes"
              + (f", the input showing the {result['neighbor_tactics_in_input']} most probable neighbour tactics "
                 "(retrieval-augmented, generator/inputs.py)" if result.get("neighbor_tactics_in_input") else "")
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
               "pool_size": len(gen.pool),
               "neighbors": asdict(gen.neighbors.cfg) if gen.neighbors is not None and cfg.neighbors else None,
               "neighbor_tactics_in_input": gen.input_cfg.neighbor_tactics,
-              "instantiate": cfg.instantiate, "premise_bonus": cfg.premise_bonus,
+              "instantiate": cfg.instantiate, "premise_bonus": cfg.premise_bonus, "num_beams": cfg.num_beams,
               "neighbors_states_held_out": held_out,  # None: the index could not leave any out
               "model_training": json.loads(summary_path.read_text()) if summary_path.exists() else None,
               "max_bytes": gen.input_cfg.max_bytes, "n_examples": len(examples),
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             if cond not in NO_RETRIEVER:
                 retriever = build_retriever(cond, corpus, cfg)  # reads cfg.retriever (bm25, models, run_dir)
             premises = condition_premises(cond, examples, corpus, retriever, cfg.k)
-            row = {"condition": cond, **evaluate_condition(gen, examples, premises, n, cfg.batch_size)}
+            row = {"condition": cond, **evaluate_condition(gen, examples, premises, n, cfg.batch_size, cfg.num_beams)}
         values = row.pop("per_example")
         write_outcomes(path, keys, values)
         per_example[cond] = {m: np.asarray(v, dtype=np.float64) for m, v in values.items()}

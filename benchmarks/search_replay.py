@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retrievers", default=DEFAULT_RETRIEVERS,
                    help=f"comma-separated registered retrievers, one row each (default {DEFAULT_RETRIEVERS})")
     p.add_argument("--results-dir", default="benchmarks/results")
+    p.add_argument("--tag", default="", help="names a second results file: search-replay-<dataset>-<split>-<tag>")
     p.add_argument("--allow-dirty", action="store_true",
                    help="run on uncommitted code or configs; the rows written are marked dirty")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
@@ -130,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": command, "git_commit": commit, "machine": machine(), "config": plain_cfg,
         "dataset": dataset, "split": split, "n_theorems_in_split": len(all_in_split), "n_theorems": len(tasks),
         "settings": {"focus_goals": replay.focus_goals, "num_tactics": search.num_tactics,
+                     "num_beams": cfg.generator.get("num_beams"),
                      "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
                      "generator": cfg.generator.model, "k": cfg.retriever.k, "retrievers": retrievers},
         "generator_training": training,
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.perf_counter() - t0, 1), "peak_rss_gib": round(peak_rss_gib(), 2),
     }
     out = Path(args.results_dir)
-    stem = f"search-replay-{dataset}-{split.replace('/', '-')}"
+    stem = f"search-replay-{dataset}-{split.replace('/', '-')}" + (f"-{args.tag}" if args.tag else "")
     write_json(out / f"{stem}.json", result)
     (out / f"{stem}.md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))

@@ -78,7 +78,7 @@ def condition_premises(condition: str, examples: Sequence[EvalExample], corpus: 
 
 def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
                        premises: Sequence[Sequence[Premise]], num_samples: int,
-                       batch_size: int) -> dict:
+                       batch_size: int, num_beams: int | None = None) -> dict:
     """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood. The row's
     "per_example" holds each example's outcomes in example order: "hit@1" and
     f"hit@{num_samples}" (0/1) and "loglik"."""
@@ -99,7 +99,7 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
         loglik.extend(gen.tactic_logprobs(ins, tacs))
         for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size,
                                            states=states[lo: lo + batch_size],
-                                           premises=names[lo: lo + batch_size]), tacs):
+                                           premises=names[lo: lo + batch_size], num_beams=num_beams), tacs):
             hits = [normalize_tactic(s.tactic) == normalize_tactic(gold) for s in sugg]
             hit1.append(int(bool(hits) and hits[0]))
             hitn.append(int(any(hits)))

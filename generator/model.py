@@ -243,7 +243,8 @@ class TacticGenerator:
     def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
                  temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
                  states: Sequence[str] | None = None,
-                 premises: Sequence[Sequence[str]] | None = None) -> list[list[Suggestion]]:
+                 premises: Sequence[Sequence[str]] | None = None,
+                 num_beams: int | None = None) -> list[list[Suggestion]]:
         """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
 
         Candidates come from `candidates` (beam search or sampling, the tactic pool, and with
@@ -256,9 +257,13 @@ class TacticGenerator:
 
         With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
         instead of from nothing, and the score is still that of the whole tactic, prefix
-        included, so it compares with unconstrained suggestions."""
+        included, so it compares with unconstrained suggestions.
+
+        `num_beams` (default `num_samples`) is the beam width, or the samples drawn: asking for
+        more suggestions than beams returns more of the pool's and the neighbours' candidates,
+        which cost one scoring pass, not a wider beam."""
         out: list[list[Suggestion]] = []
-        for cands in self.candidates(inputs, num_samples, method, temperature, batch_size, prefix,
+        for cands in self.candidates(inputs, num_beams or num_samples, method, temperature, batch_size, prefix,
                                      states, premises):
             scores = self.ranker.logprobs(cands) if self.ranker is not None else [self.score(c) for c in cands]
             scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores)), key=lambda s: -s.logprob)

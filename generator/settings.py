@@ -135,7 +135,8 @@ class GeneratorBenchmarkConfig:
     train_split: str = "random/train"  # the generator's training split (the frequency baseline's source)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     k: int = 10
-    num_samples: int = 8
+    num_samples: int = 8  # suggestions per state: EM@num_samples
+    num_beams: int | None = None  # beam width (None: num_samples); the rest from pool and neighbours
     batch_size: int = 16
     max_examples: int = 0  # a fixed random subset of the split's tactics (0: all)
     throughput_states: int = 32

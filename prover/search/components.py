@@ -107,6 +107,7 @@ class GeneratorSpec:
     exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
     instantiate: int = 0  # premises that fill the neighbours' templates (generator/instantiate.py)
     premise_bonus: float = 0.0  # nats for a suggestion naming a retrieved premise
+    num_beams: int | None = None  # beam width (None: num_samples)
 
     def build(self) -> TacticSource:
         if not self.model:
@@ -122,7 +123,7 @@ class GeneratorSpec:
         gen.instantiate = self.instantiate
         gen.premise_bonus = self.premise_bonus
         return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
-                                self.batch_size, self.max_bytes)
+                                self.batch_size, self.max_bytes, self.num_beams)
 
     def describe(self) -> str:
         return f"{self.model} ({self.method}, {self.num_samples})"
@@ -140,7 +141,7 @@ def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
     g = cfg.generator
     return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
                          g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0),
-                         g.get("premise_bonus", 0.0))
+                         g.get("premise_bonus", 0.0), g.get("num_beams", None))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

@@ -153,7 +153,9 @@ def markdown(result: dict) -> str:
              f"state; focus_goals {'on' if s['focus_goals'] else 'off'}). These numbers test the search "
              "machinery with real proof states; they are not pass@1 and no Lean ran.", "",
              f"{result['n_theorems']} theorems with traced tactics (of {result['n_theorems_in_split']} in the "
-             f"split). Search: best-first, {s['num_tactics']} tactics per expansion, at most "
+             f"split). Search: best-first, {s['num_tactics']} tactics per expansion"
+             + (f" (beam {s['num_beams']}, the rest from the tactic pool and the neighbours)" if s.get("num_beams") else "")
+             + ", at most "
              f"{s['max_expansions']} expansions and {s['timeout_s']} s per theorem; generator "
              f"`{s['generator']}`{trained}; top {s['k']} premises.", "",
              f"| row | proved | {RATE_LABEL} (%) | no candidate matched | budget: expansions | budget: time "

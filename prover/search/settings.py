@@ -51,6 +51,9 @@ class GeneratorSettings:
     # search.num_tactics, the tactics an expansion tries. More candidates than tries lets the
     # neighbours' tactics and the beam's compete for the tries.
     num_samples: int | None = None
+    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
+    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
+    num_beams: int | None = None
     method: str = "beam"  # beam | sampling
     temperature: float = 1.0
     batch_size: int = 16  # states per forward pass

@@ -84,9 +84,11 @@ class GeneratorTactics:
     """A tactic generator held in this process: `num_samples` tactics per state."""
 
     def __init__(self, generator: TacticGenerator, num_samples: int, method: str = "beam",
-                 temperature: float = 1.0, batch_size: int = 16, max_bytes: int | None = None) -> None:
+                 temperature: float = 1.0, batch_size: int = 16, max_bytes: int | None = None,
+                 num_beams: int | None = None) -> None:
         self.generator = generator
         self.num_samples = num_samples
+        self.num_beams = num_beams  # beam width (None: num_samples)
         self.method = method
         self.temperature = temperature
         self.batch_size = batch_size
@@ -100,7 +102,8 @@ class GeneratorTactics:
                                       method=self.method, temperature=self.temperature,
                                       batch_size=self.batch_size, states=[state for state, _ in requests],
                                       premises=[[p.full_name for p in ps[:kept]]
-                                                for (_, ps), (_, kept) in zip(requests, built)])
+                                                for (_, ps), (_, kept) in zip(requests, built)],
+                                      num_beams=self.num_beams)
         return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]
 
 
