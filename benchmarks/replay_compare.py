@@ -3,8 +3,12 @@
     python benchmarks/replay_compare.py --base 5fe09dc --label "network alone" \
         benchmarks/results/search-replay-mathlib-src-leandojo-real-val.json
 
+    python benchmarks/replay_compare.py --base-file benchmarks/results/search-replay-mathlib-src-leandojo-real-report.json \
+        --label "8 tactics" benchmarks/results/search-replay-mathlib-src-leandojo-real-report-t32.json
+
 A replay results file is rewritten when its benchmark reruns (a new generator, say), so the
-previous run lives on in git. This reads the file as the working tree has it and as commit
+previous run lives on in git; a run with other settings has its own file (`--tag`), compared
+with `--base-file`. This reads the file as the working tree has it and as commit
 `--base` had it, and for every row both hold, over the theorems both hold: each rate, and the
 paired difference (now minus base) with a 95% bootstrap interval over theorems (the retrieval
 benchmark's bootstrap), plus the theorems each side alone proved. A simulator's rates: never
@@ -55,8 +59,11 @@ def compare(now: dict, base: dict) -> dict:
 
 def markdown(result: dict) -> str:
     pct = lambda v: f"{100 * v:.1f}"  # noqa: E731
-    lines = [f"# Replay search (simulator, not pass@1): now against {result['label']} (commit {result['base']})", "",
-             f"`{result['file']}` as committed at {result['now_commit']} against commit {result['base']}, "
+    against = (f"`{result['base_file']}` (run at {result['base_commit']})" if result.get("base_file")
+               else f"commit {result['base']}")
+    lines = [f"# Replay search (simulator, not pass@1): now against {result['label']} "
+             f"({'`' + result['base_file'] + '`' if result.get('base_file') else 'commit ' + result['base']})", "",
+             f"`{result['file']}` as committed at {result['now_commit']} against {against}, "
              f"over the {result['theorems']} theorems both hold. Rates are the replay simulator's proof rate, "
              f"not pass@1. Brackets: 95% bootstrap intervals ({N_RESAMPLES} resamples of the theorems, seed "
              f"{SEED}), paired for the difference.", "",
@@ -74,18 +81,25 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file", type=Path, help="a committed search-replay-*.json")
-    p.add_argument("--base", required=True, help="the commit holding the earlier run of the same file")
+    p.add_argument("--base", help="the commit holding the earlier run of the same file")
+    p.add_argument("--base-file", type=Path, help="or another committed results file of the same theorems")
     p.add_argument("--label", default="before", help="what the earlier run was, for the table")
     p.add_argument("--allow-dirty", action="store_true")
     args = p.parse_args(argv)
+    if (args.base is None) == (args.base_file is None):
+        p.error("give one of --base (a commit) and --base-file (a results file)")
     commit = require_clean_tree(args.allow_dirty)
-    now, base = at_commit(args.file, "HEAD"), at_commit(args.file, args.base)
-    command = f"python benchmarks/replay_compare.py --base {args.base} --label \"{args.label}\" {args.file.as_posix()}"
+    now = at_commit(args.file, "HEAD")
+    base = at_commit(args.base_file, "HEAD") if args.base_file else at_commit(args.file, args.base)
+    against = (f"--base-file {args.base_file.as_posix()}" if args.base_file else f"--base {args.base}")
+    command = f"python benchmarks/replay_compare.py {against} --label \"{args.label}\" {args.file.as_posix()}"
     result = {"benchmark": "replay_compare", "command": command, "git_commit": commit, "file": args.file.as_posix(),
-              "now_commit": now["git_commit"], "base": args.base, "base_commit": base["git_commit"],
-              "label": args.label, **compare(now, base)}
+              "now_commit": now["git_commit"], "base": args.base or args.base_file.stem, "base_commit": base["git_commit"],
+              "label": args.label, **({"base_file": args.base_file.as_posix()} if args.base_file else {}),
+              **compare(now, base)}
     # Not search-replay-*: that name is for the benchmark's own result files.
-    stem = (args.file.parent / f"replay-compare-{args.file.stem.removeprefix('search-replay-')}-vs-{args.base}").as_posix()
+    vs = args.base or args.base_file.stem.removeprefix("search-replay-")
+    stem = (args.file.parent / f"replay-compare-{args.file.stem.removeprefix('search-replay-')}-vs-{vs}").as_posix()
     write_json(Path(stem + ".json"), result)
     Path(stem + ".md").write_text(markdown(result))
     print(markdown(result))
