@@ -20,12 +20,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fusion_queries import examples, rankings  # noqa: E402
+from benchmarks.fusion_queries import (examples, halves_fields, halves_of, markdown_tail, paired,  # noqa: E402
+                                       rankings, report_once)
 from benchmarks.ltr_fusion import arguments, half_rows, recall10  # noqa: E402
-from prover.data.halves import half_keys  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, paired_intervals  # noqa: E402
 from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
 
 NEW = "neighbors-cfr"
@@ -67,29 +66,15 @@ def main() -> None:
         i = (members + [NEW]).index(m)
         per[f"{m} alone"] = np.array([recall10(np.asarray(r[i]), set(q.gold)) for r, q in zip(real_ranks, real_q)])
     theorems = [f"{q.file_path}::{q.theorem}" for q in real_q]
-    halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in theorems]) for h in ("select", "report")}
+    halves = halves_of(theorems)
     rows = half_rows(per, {"select": halves["select"]}, theorems)
-    sel = halves["select"]
-    sel_clusters = [t for t, k in zip(theorems, sel) if k]
-    d = paired_intervals(per[WITH][sel], per[SHIPPED][sel], clusters=sel_clusters).diff
-    select_cmp = {"a": WITH, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
-    d = paired_intervals(per[f"{NEW} alone"][sel], per["neighbors-tactic alone"][sel], clusters=sel_clusters).diff
-    alone_cmp = {"a": f"{NEW} alone", "b": "neighbors-tactic alone", "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
+    select_cmp = [paired(per, WITH, SHIPPED, halves["select"], theorems),
+                  paired(per, f"{NEW} alone", "neighbors-tactic alone", halves["select"], theorems)]
     chosen = WITH if rows[WITH]["select"]["R@10"] > rows[SHIPPED]["select"]["R@10"] else SHIPPED
-    report = {}
-    if chosen != SHIPPED:
-        rep = halves["report"]
-        clusters = [t for t, k in zip(theorems, rep) if k]
-        report = {n: v["report"] for n, v in half_rows({n: per[n] for n in (WITH, SHIPPED)}, {"report": rep},
-                                                      theorems).items()}
-        d = paired_intervals(per[WITH][rep], per[SHIPPED][rep], clusters=clusters).diff
-        report["comparison"] = {"a": WITH, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
     res = {"benchmark": "dense-neighbors", "command": "python " + " ".join(sys.argv), "git_commit": commit,
            "machine": machine(), "members": members, "depth": fc.depth, "l2": fc.l2, "fitted_on": "random/val",
-           "n_queries": {h: int(m.sum()) for h, m in halves.items()},
-           "n_theorems": {h: len({t for t, k in zip(theorems, m) if k}) for h, m in halves.items()},
-           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
-           "rows": rows, "select_comparisons": [select_cmp, alone_cmp], "chosen_on_select": chosen, "report": report,
+           **halves_fields(halves, theorems), "rows": rows, "select_comparisons": select_cmp,
+           "chosen_on_select": chosen, "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (rankings cached in {args.cache}; the "
                      "training states' CFR vectors beside the CFR model), beyond the members' own training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
@@ -105,21 +90,8 @@ def markdown(res: dict) -> str:
          f"{res['fitted_on']}; `+ neighbors-cfr` adds the new member, fitted the same way. Select: "
          f"{res['n_queries']['select']} queries of {res['n_theorems']['select']} theorems (the choice); report: "
          f"{res['n_queries']['report']} of {res['n_theorems']['report']}, scored once for the chosen set. Brackets: "
-         "95% bootstrap intervals resampling theorems.", "", "| row | select R@10 |", "|---|---|"]
-    L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} |" for n, v in res["rows"].items()]
-    L += ["", "Paired on select (points):", "", "| a | b | a − b |", "|---|---|---|"]
-    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["select_comparisons"]]
-    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."]
-    if res["report"]:
-        rep = res["report"]
-        L += ["", "On report (scored once):", "", "| row | report R@10 |", "|---|---|"]
-        L += [f"| {n} | {v['R@10']} {v['ci']} |" for n, v in rep.items() if n != "comparison"]
-        c = rep["comparison"]
-        L += ["", f"{c['a']} − {c['b']} on report: {c['ci']} points."]
-    else:
-        L += ["", "The shipped members stay; report is not scored again."]
-    L += ["", f"Commit {res['git_commit']}; {res['budget']}. Command: `{res['command']}`"]
-    return "\n".join(L) + "\n"
+         "95% bootstrap intervals resampling theorems."]
+    return "\n".join(L + markdown_tail(res, "row", "The shipped members stay")) + "\n"
 
 
 if __name__ == "__main__":

@@ -71,6 +71,51 @@ def examples(ranks, queries, depth: int) -> list[tuple]:
     return out
 
 
+def halves_of(theorems: list[str]) -> dict[str, np.ndarray]:
+    return {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in theorems]) for h in ("select", "report")}
+
+
+def paired(per: dict[str, np.ndarray], a: str, b: str, mask: np.ndarray, theorems: list[str]) -> dict:
+    """a − b on the queries of `mask`, in R@10 points, resampling theorems."""
+    d = paired_intervals(per[a][mask], per[b][mask], clusters=[t for t, k in zip(theorems, mask) if k]).diff
+    return {"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
+
+
+def report_once(per: dict[str, np.ndarray], chosen: str, shipped: str, halves: dict, theorems: list[str]) -> dict:
+    """The chosen row and the shipped one on report, and their difference; nothing when the
+    shipped one was chosen (report is scored once per recipe that would ship)."""
+    if chosen == shipped:
+        return {}
+    rows = half_rows({n: per[n] for n in (chosen, shipped)}, {"report": halves["report"]}, theorems)
+    return {**{n: v["report"] for n, v in rows.items()},
+            "comparison": paired(per, chosen, shipped, halves["report"], theorems)}
+
+
+def halves_fields(halves: dict, theorems: list[str]) -> dict:
+    return {"n_queries": {h: int(m.sum()) for h, m in halves.items()},
+            "n_theorems": {h: len({t for t, k in zip(theorems, m) if k}) for h, m in halves.items()},
+            "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"}}
+
+
+def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
+    """The select table, its comparisons, the choice and report: what these benchmarks share."""
+    L = ["", f"| {row_label} | select R@10 |", "|---|---|"]
+    L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} |" for n, v in res["rows"].items()]
+    L += ["", "Paired on select (points):", "", "| a | b | a − b |", "|---|---|---|"]
+    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["select_comparisons"]]
+    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."]
+    if res["report"]:
+        rep = res["report"]
+        L += ["", "On report (scored once):", "", f"| {row_label} | report R@10 |", "|---|---|"]
+        L += [f"| {n} | {v['R@10']} {v['ci']} |" for n, v in rep.items() if n != "comparison"]
+        c = rep["comparison"]
+        L += ["", f"{c['a']} − {c['b']} on report: {c['ci']} points."]
+    else:
+        L += ["", f"{stays}; report is not scored again."]
+    L += ["", f"Commit {res['git_commit']}; {res['budget']}. Command: `{res['command']}`"]
+    return L
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", default="runs/fusion-queries")
@@ -86,7 +131,7 @@ def main() -> None:
     ranks, queries = rankings(cfg, "leandojo-real/val", "statement", cache)
     real = examples(ranks, queries, fc.depth)
     theorems = [f"{q.file_path}::{q.theorem}" for q in queries]
-    halves = {h: np.array([t in half_keys(f"leandojo-real/{h}") for t in theorems]) for h in ("select", "report")}
+    halves = halves_of(theorems)
     per: dict[str, np.ndarray] = {}
     for name, grans in RECIPES.items():
         model = fit_fusion([e[1:3] for g in grans for e in fit[g]], list(fc.members), fc.depth, fc.l2)
@@ -95,28 +140,12 @@ def main() -> None:
         [recall10(np.asarray(r[list(fc.members).index("neighbors-tactic")]), set(q.gold)) for r, q in zip(ranks, queries)])
     rows = half_rows(per, {"select": halves["select"]}, theorems)
     chosen = max(RECIPES, key=lambda n: (rows[n]["select"]["R@10"], n == SHIPPED))
-    sel = halves["select"]
-    sel_clusters = [t for t, k in zip(theorems, sel) if k]
-    select_cmp = []
-    for name in RECIPES:
-        if name != SHIPPED:
-            d = paired_intervals(per[name][sel], per[SHIPPED][sel], clusters=sel_clusters).diff
-            select_cmp.append({"a": name, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
-    report = {}
-    if chosen != SHIPPED:  # report is scored once, for the chosen recipe and the one it would replace
-        rep = halves["report"]
-        clusters = [t for t, k in zip(theorems, rep) if k]
-        report = {n: v["report"] for n, v in half_rows({n: per[n] for n in (chosen, SHIPPED)}, {"report": rep},
-                                                      theorems).items()}
-        d = paired_intervals(per[chosen][rep], per[SHIPPED][rep], clusters=clusters).diff
-        report["comparison"] = {"a": chosen, "b": SHIPPED, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
+    select_cmp = [paired(per, name, SHIPPED, halves["select"], theorems) for name in RECIPES if name != SHIPPED]
     res = {"benchmark": "fusion-queries", "command": "python " + " ".join(sys.argv), "git_commit": commit,
            "machine": machine(), "members": list(fc.members), "depth": fc.depth, "l2": fc.l2,
-           "fit_queries": {g: len(fit[g]) for g in fit},
-           "n_queries": {h: int(m.sum()) for h, m in halves.items()},
-           "n_theorems": {h: len({t for t, k in zip(theorems, m) if k}) for h, m in halves.items()},
-           "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
-           "rows": rows, "select_comparisons": select_cmp, "chosen_on_select": chosen, "report": report,
+           "fit_queries": {g: len(fit[g]) for g in fit}, **halves_fields(halves, theorems),
+           "rows": rows, "select_comparisons": select_cmp, "chosen_on_select": chosen,
+           "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (member rankings cached in {args.cache}), "
                      "beyond the members' own training", "peak_rss_gib": round(peak_rss_gib(), 2)}
     stem = Path("benchmarks/results") / "fusion-queries-mathlib-src"
@@ -132,21 +161,8 @@ def markdown(res: dict) -> str:
          f"{res['fit_queries']['tactic']} tactic-level step queries. Select: {res['n_queries']['select']} queries of "
          f"{res['n_theorems']['select']} theorems (the choice); report: {res['n_queries']['report']} of "
          f"{res['n_theorems']['report']}, scored once for the chosen recipe. Brackets: 95% bootstrap intervals "
-         "resampling theorems.", "", "| fitted on | select R@10 |", "|---|---|"]
-    L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} |" for n, v in res["rows"].items()]
-    L += ["", "Paired on select (points):", "", "| a | b | a − b |", "|---|---|---|"]
-    L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["select_comparisons"]]
-    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."]
-    if res["report"]:
-        rep = res["report"]
-        L += ["", "On report (scored once):", "", "| fitted on | report R@10 |", "|---|---|"]
-        L += [f"| {n} | {v['R@10']} {v['ci']} |" for n, v in rep.items() if n != "comparison"]
-        c = rep["comparison"]
-        L += ["", f"{c['a']} − {c['b']} on report: {c['ci']} points."]
-    else:
-        L += ["", "The shipped recipe stays; report is not scored again."]
-    L += ["", f"Commit {res['git_commit']}; {res['budget']}. Command: `{res['command']}`"]
-    return "\n".join(L) + "\n"
+         "resampling theorems."]
+    return "\n".join(L + markdown_tail(res, "fitted on", "The shipped recipe stays")) + "\n"
 
 
 if __name__ == "__main__":

@@ -74,3 +74,15 @@ def test_the_benchmark_orderings_read_one_dump_as_each_generator_would():
     assert list(hits([row], o["mixture (shipped)"])) == [0.0]
     assert list(hits([row], o["mixture + inst3 + bonus 3"])) == [1.0]  # 3 candidates, all in the top 8
     assert list(hits([dict(row, gold="simp")], o["neighbours alone"])) == [0.0]  # simp has no vote
+
+
+def test_the_committed_select_table_renders_from_its_json():
+    from benchmarks.candidate_ranker import markdown
+    from tests.conftest import REPO
+    path = REPO / "benchmarks/results/candidate-ranker-mathlib-src-leandojo-real-select.json"
+    res = json.loads(path.read_text())
+    assert markdown(res) == path.with_suffix(".md").read_text()
+    rows = {r["row"]: r["em@8"] for r in res["rows"]}
+    # The ceiling holds every ordering of the same candidates.
+    for cond in ("none", "gold", "fusion"):
+        assert all(v <= rows[f"any candidate | {cond}"] for k, v in rows.items() if k.endswith(f"| {cond}"))

@@ -300,3 +300,17 @@ def test_dense_neighbours_vote_by_the_encoders_similarity_and_keep_their_vectors
     before = enc.encoded
     DenseNeighborRetriever(corpus, train, enc, k=1, cache_dir=tmp_path, model_sha1="other")
     assert enc.encoded == before + 2  # another model: its own vectors
+
+
+@pytest.mark.parametrize("script, stem", [("fusion_queries", "fusion-queries-mathlib-src"),
+                                          ("dense_neighbors", "dense-neighbors-mathlib-src")])
+def test_committed_fusion_choices_render_from_their_json(script, stem):
+    """The Markdown the README quotes is what the JSON says, and report was scored only when a
+    recipe other than the shipped one won on select."""
+    import importlib
+    mod = importlib.import_module(f"benchmarks.{script}")
+    path = REPO / "benchmarks" / "results" / f"{stem}.json"
+    res = json.loads(path.read_text())
+    assert mod.markdown(res) == path.with_suffix(".md").read_text()
+    shipped = next(n for n in res["rows"] if "shipped" in n)
+    assert bool(res["report"]) == (res["chosen_on_select"] != shipped)
