@@ -21,9 +21,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.fusion_queries import (examples, halves_fields, halves_of, markdown_tail, paired,  # noqa: E402
-                                       rankings, report_once)
+                                       rankings, report_once, write_results)
 from benchmarks.ltr_fusion import arguments, half_rows, recall10  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree  # noqa: E402
 from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
 
@@ -78,10 +77,7 @@ def main() -> None:
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (rankings cached in {args.cache}; the "
                      "training states' CFR vectors beside the CFR model), beyond the members' own training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
-    stem = Path("benchmarks/results") / "dense-neighbors-mathlib-src"
-    write_json(stem.with_suffix(".json"), res)
-    stem.with_suffix(".md").write_text(markdown(res))
-    print(markdown(res))
+    write_results("dense-neighbors-mathlib-src", res, markdown)
 
 
 def markdown(res: dict) -> str:

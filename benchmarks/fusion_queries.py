@@ -97,6 +97,13 @@ def halves_fields(halves: dict, theorems: list[str]) -> dict:
             "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"}}
 
 
+def write_results(name: str, res: dict, render) -> None:
+    stem = Path("benchmarks/results") / name
+    write_json(stem.with_suffix(".json"), res)
+    stem.with_suffix(".md").write_text(render(res))
+    print(render(res))
+
+
 def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
     """The select table, its comparisons, the choice and report: what these benchmarks share."""
     L = ["", f"| {row_label} | select R@10 |", "|---|---|"]
@@ -148,10 +155,7 @@ def main() -> None:
            "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (member rankings cached in {args.cache}), "
                      "beyond the members' own training", "peak_rss_gib": round(peak_rss_gib(), 2)}
-    stem = Path("benchmarks/results") / "fusion-queries-mathlib-src"
-    write_json(stem.with_suffix(".json"), res)
-    stem.with_suffix(".md").write_text(markdown(res))
-    print(markdown(res))
+    write_results("fusion-queries-mathlib-src", res, markdown)
 
 
 def markdown(res: dict) -> str:
