@@ -11,7 +11,6 @@ against the shipped one. Intervals resample theorems.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fusion_queries import (examples, halves_fields, halves_of, markdown_tail, paired,  # noqa: E402
-                                       rankings, report_once, write_results)
-from benchmarks.ltr_fusion import arguments, half_rows, recall10  # noqa: E402
-from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree  # noqa: E402
+from benchmarks.fusion_queries import (examples, halves_fields, halves_of, halves_text, markdown_tail,  # noqa: E402
+                                       paired, rankings, report_once, start, write_results)
+from benchmarks.ltr_fusion import half_rows, recall10  # noqa: E402
+from prover.utils.runinfo import machine, peak_rss_gib  # noqa: E402
 from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
 
 NEW = "neighbors-cfr"
@@ -32,16 +31,8 @@ WITH = "fusion + neighbors-cfr"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cache", default="runs/fusion-queries")
-    args = arguments(ap)
-    commit = require_clean_tree(False)
-    t0 = time.perf_counter()
+    args, commit, t0, cfg = start(__doc__)
     from omegaconf import OmegaConf
-
-    from prover.config import load_config
-    from retriever.settings import RetrieverTrainConfig
-    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
     fc = cfg.fusion
     members = list(fc.members)
     cache = Path(args.cache)
@@ -83,10 +74,7 @@ def main() -> None:
 def markdown(res: dict) -> str:
     L = ["# neighbors-cfr: the nearest training states by CFR's state encoder, inside the fusion", "",
          f"Shipped fusion: logistic regression over {', '.join(res['members'])} (top {res['depth']} each), fitted on "
-         f"{res['fitted_on']}; `+ neighbors-cfr` adds the new member, fitted the same way. Select: "
-         f"{res['n_queries']['select']} queries of {res['n_theorems']['select']} theorems (the choice); report: "
-         f"{res['n_queries']['report']} of {res['n_theorems']['report']}, scored once for the chosen set. Brackets: "
-         "95% bootstrap intervals resampling theorems."]
+         f"{res['fitted_on']}; `+ neighbors-cfr` adds the new member, fitted the same way. " + halves_text(res, "set")]
     return "\n".join(L + markdown_tail(res, "row", "The shipped members stay")) + "\n"
 
 

@@ -14,16 +14,16 @@ shipped one. Intervals resample theorems.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.ltr_fusion import arguments, half_rows, recall10  # noqa: E402
+from benchmarks.ltr_fusion import arguments, cached_rankings, half_rows, recall10  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.halves import half_keys  # noqa: E402
 from prover.data.jsonio import write_json  # noqa: E402
@@ -41,18 +41,11 @@ def rankings(cfg, split: str, granularity: str, cache: Path) -> tuple[list, list
     """Every member's top `depth` per query of `split` at this granularity, and the queries
     (cached under `cache`: ranking takes minutes)."""
     from omegaconf import OmegaConf
-
-    from retriever.training.train_fusion import member_rankings
     c = cfg.copy()
     OmegaConf.update(c, "fusion.granularity", granularity)
     OmegaConf.update(c, "fusion.max_queries", None)
     path = cache / f"{split.replace('/', '-')}-{granularity}.pkl"
-    if path.exists():
-        ranks = pickle.loads(path.read_bytes())
-    else:
-        ranks, _ = member_rankings(c, split)
-        cache.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps(ranks))
+    ranks = cached_rankings(c, split, path)
     ds = Dataset(cfg.data.root)
     theorems = ds.theorems(split)
     if granularity == "tactic":
@@ -104,6 +97,12 @@ def write_results(name: str, res: dict, render) -> None:
     print(render(res))
 
 
+def halves_text(res: dict, what: str) -> str:
+    return (f"Select: {res['n_queries']['select']} queries of {res['n_theorems']['select']} theorems (the choice); "
+            f"report: {res['n_queries']['report']} of {res['n_theorems']['report']}, scored once for the chosen "
+            f"{what}. Brackets: 95% bootstrap intervals resampling theorems.")
+
+
 def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
     """The select table, its comparisons, the choice and report: what these benchmarks share."""
     L = ["", f"| {row_label} | select R@10 |", "|---|---|"]
@@ -123,15 +122,20 @@ def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
     return L
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cache", default="runs/fusion-queries")
+def start(doc: str) -> tuple[argparse.Namespace, str, float, Any]:
+    """Flags, the commit (a dirty tree is refused before any work), the start time and the
+    retriever training config: how each of these benchmarks begins."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--cache", default="runs/fusion-queries", help="where the members' rankings are kept")
     args = arguments(ap)
     commit = require_clean_tree(False)
-    t0 = time.perf_counter()
     from prover.config import load_config
     from retriever.settings import RetrieverTrainConfig
-    cfg = load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
+    return args, commit, time.perf_counter(), load_config(RetrieverTrainConfig, args.config, [f"data.root={args.data}"])
+
+
+def main() -> None:
+    args, commit, t0, cfg = start(__doc__)
     fc = cfg.fusion
     cache = Path(args.cache)
     fit = {g: examples(*rankings(cfg, "random/val", g, cache), fc.depth) for g in ("statement", "tactic")}
@@ -162,10 +166,7 @@ def markdown(res: dict) -> str:
     L = ["# The fusion's fitting queries: statements or tactic-level steps (leandojo-real halves)", "",
          f"Fusion: logistic regression over {', '.join(res['members'])} (top {res['depth']} each, l2 {res['l2']}), "
          f"fitted on random/val: {res['fit_queries']['statement']} statement-level queries, "
-         f"{res['fit_queries']['tactic']} tactic-level step queries. Select: {res['n_queries']['select']} queries of "
-         f"{res['n_theorems']['select']} theorems (the choice); report: {res['n_queries']['report']} of "
-         f"{res['n_theorems']['report']}, scored once for the chosen recipe. Brackets: 95% bootstrap intervals "
-         "resampling theorems."]
+         f"{res['fit_queries']['tactic']} tactic-level step queries. " + halves_text(res, "recipe")]
     return "\n".join(L + markdown_tail(res, "fitted on", "The shipped recipe stays")) + "\n"
 
 

@@ -39,18 +39,22 @@ DEPTH = 100
 LAMBDAMART_GRID = [(n, leaves) for n in (100, 300) for leaves in (15, 63)]
 
 
-def rankings(cfg, split: str, cache: Path) -> tuple[list[list[list[int]]], list, list[str]]:
-    """The members' rankings of the split's queries (cached: computing them takes minutes)."""
+def cached_rankings(cfg, split: str, path: Path) -> list[list[list[int]]]:
+    """`member_rankings(cfg, split)`, kept in `path` (computing them takes minutes)."""
     import pickle
 
     from retriever.training.train_fusion import member_rankings
-    path = cache / f"{split.replace('/', '-')}.pkl"
     if path.exists():
-        ranks = pickle.loads(path.read_bytes())
-    else:
-        ranks, _ = member_rankings(cfg, split)
-        cache.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps(ranks))
+        return pickle.loads(path.read_bytes())
+    ranks, _ = member_rankings(cfg, split)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(ranks))
+    return ranks
+
+
+def rankings(cfg, split: str, cache: Path) -> tuple[list[list[list[int]]], list, list[str]]:
+    """The members' rankings of the split's queries (cached: computing them takes minutes)."""
+    ranks = cached_rankings(cfg, split, cache / f"{split.replace('/', '-')}.pkl")
     ds = Dataset(cfg.data.root)
     queries, _ = premise_queries(ds.theorems(split), ds.corpus(), ds.skips)
     return ranks, queries, [f"{q.file_path}::{q.theorem}" for q in queries]
