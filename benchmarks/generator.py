@@ -237,7 +237,7 @@ def markdown(result: dict) -> str:
                   "examples), each state's vote a softmax of its score at temperature "
                   f"{nb['temperature']:g}: the neighbour half of the mixture alone."]
     if result.get("throughput"):
-        lines += ["", "| batch | states/s (beam %d) |" % n, "|---|---|"]
+        lines += ["", "| batch | states/s (beam %d) |" % (result.get("throughput_beams") or n), "|---|---|"]
         lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]
     per_row = provenance_lines(result, "condition")
     last = "Last run: " if per_row else ""
@@ -373,8 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         states = [gen.input_text(e.state, [corpus.premises[i] for i in e.gold])[0]
                   for e in examples[: cfg.throughput_states]]
         raw = [e.state for e in examples[: cfg.throughput_states]]
-        result["throughput"] = {str(b): round(throughput(gen, states, n, b, raw), 3) for b in (1, 16)}
+        result["throughput"] = {str(b): round(throughput(gen, states, n, b, raw, cfg.num_beams), 3) for b in (1, 16)}
         result["throughput_provenance"] = row_provenance(commit, command, plain_cfg)
+        result["throughput_beams"] = cfg.num_beams or n
     save()
     print(markdown(result))
     return 0

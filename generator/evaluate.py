@@ -154,12 +154,13 @@ def evaluate_neighbors(examples: Sequence[EvalExample], neighbors: TacticNeighbo
 
 
 def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int,
-               states: Sequence[str] | None = None) -> float:
+               states: Sequence[str] | None = None, num_beams: int | None = None) -> float:
     """States per second through `generate` at this batch size (beam search, and the
     neighbours when `states` are given and the model has them)."""
     warm = None if states is None else list(states[:batch_size])
-    gen.generate(list(inputs[:batch_size]), num_samples=num_samples, batch_size=batch_size, states=warm)
+    gen.generate(list(inputs[:batch_size]), num_samples=num_samples, batch_size=batch_size, states=warm,
+                 num_beams=num_beams)
     t0 = time.perf_counter()
     gen.generate(list(inputs), num_samples=num_samples, batch_size=batch_size,
-                 states=None if states is None else list(states))
+                 states=None if states is None else list(states), num_beams=num_beams)
     return len(inputs) / (time.perf_counter() - t0)
