@@ -14,6 +14,9 @@ A model folder may also hold tactic neighbours (`tactic_neighbors/`, generator/n
 given the raw proof states, the tactics of the nearest training states join the candidates and
 their distribution is mixed into the model's (kNN-LM); a suggestion's score is then the mixture's
 log-probability.
+
+A model folder may also hold a candidate ranker (`candidate_ranker.txt`, generator/rerank.py):
+it then orders the candidates instead of the mixture. None is shipped (tried, issue 28).
 """
 from __future__ import annotations
 
