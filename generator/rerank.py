@@ -25,6 +25,7 @@ import numpy as np
 
 from generator.candidate import Candidate
 from generator.inputs import normalize_tactic
+from prover.data.errors import UserInputError
 
 RANKER_MODEL = "candidate_ranker.txt"
 RANKER_SETTINGS = "candidate_ranker.json"
@@ -155,7 +156,11 @@ class CandidateRanker:
         path = Path(model_dir)
         if not (path / RANKER_MODEL).exists():
             return None
-        import lightgbm as lgb
+        try:
+            import lightgbm as lgb
+        except ImportError:  # a dev dependency: only a folder with a ranker needs it
+            raise UserInputError(f"the model in {path} has a candidate ranker ({RANKER_MODEL}), which needs "
+                                 "LightGBM: pip install lightgbm") from None
         settings = json.loads((path / RANKER_SETTINGS).read_text())
         if tuple(settings["features"]) != FEATURES:
             raise ValueError(f"the candidate ranker in {path} reads features {settings['features']}, "
