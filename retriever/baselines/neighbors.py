@@ -47,6 +47,15 @@ def voting_states(training_theorems: Iterable[Theorem], corpus: Corpus) -> tuple
     return states, premises
 
 
+def tally(doc_premises: Sequence[np.ndarray], near: Sequence[int], weights: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(premises, their summed weight): each near training state votes its weight for every
+    premise its tactic used."""
+    used = np.concatenate([doc_premises[d] for d in near])
+    weight = np.concatenate([np.full(len(doc_premises[d]), x) for d, x in zip(near, weights)])
+    premises, slot = np.unique(used, return_inverse=True)
+    return premises, np.bincount(slot, weights=weight, minlength=len(premises))
+
+
 class NeighborUsageRetriever(Retriever):
     """Premises voted for by the `k` training states nearest (BM25) to the query state."""
 
@@ -80,10 +89,7 @@ class NeighborUsageRetriever(Retriever):
         near = [d for d in top_k(sim, self.k) if sim[d] > 0]
         if not near:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        used = np.concatenate([self.doc_premises[d] for d in near])
-        weight = np.concatenate([np.full(len(self.doc_premises[d]), float(sim[d])) for d in near])
-        premises, slot = np.unique(used, return_inverse=True)
-        return premises, np.bincount(slot, weights=weight, minlength=len(premises))
+        return tally(self.doc_premises, near, [float(sim[d]) for d in near])
 
     def votes(self, state: str) -> np.ndarray:
         """Each premise's summed BM25 score over the k nearest training states that used it."""

@@ -25,7 +25,7 @@ from prover.data.corpus import Corpus
 from prover.data.theorem import Theorem
 from prover.utils.progress import progress_bar
 from retriever.base import Context, RankedPremise, Retriever
-from retriever.baselines.neighbors import voting_states
+from retriever.baselines.neighbors import tally, voting_states
 from retriever.baselines.priors import LocalityRetriever
 
 log = logging.getLogger(__name__)
@@ -75,10 +75,7 @@ class DenseNeighborRetriever(Retriever):
                 out.append((np.zeros(0, dtype=np.int64), np.zeros(0)))
                 continue
             w = np.exp((sim - sim.max()) / self.temperature)
-            used = np.concatenate([self.doc_premises[d] for d in near])
-            weight = np.concatenate([np.full(len(self.doc_premises[d]), x) for d, x in zip(near, w)])
-            premises, slot = np.unique(used, return_inverse=True)
-            out.append((premises, np.bincount(slot, weights=weight, minlength=len(premises))))
+            out.append(tally(self.doc_premises, near, w))
         return out
 
     def retrieve(self, states: Sequence[str], k: int,
