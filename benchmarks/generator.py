@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from generator.evaluate import (condition_premises, eval_examples, evaluate_condition,  # noqa: E402
                                 evaluate_frequency, evaluate_neighbors, frequent_tactics, throughput)
-from generator.model import TacticGenerator  # noqa: E402
+from generator.model import TacticGenerator, frequent_targets  # noqa: E402
 from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
@@ -254,6 +254,13 @@ def statement_level(theorems) -> bool:
         " ".join(t.state_after.split()) == "no goals" for t in steps)
 
 
+def grown_pool(neighbors, n: int) -> list[str]:
+    """The `n` most frequent tactics of the generator's training states (the tactic neighbours
+    index them all; the evaluated theorems' left out): the shipped model's saved pool is its first 64."""
+    hidden = neighbors.hidden
+    return frequent_targets([t for i, t in enumerate(neighbors.tactics) if hidden is None or not hidden[i]], n)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=None)
@@ -290,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
             held_out = nearest.exclude({f"{e.file_path}::{e.theorem}" for e in examples})
         except ValueError as e:
             log.warning("tactic neighbours: %s", e)
+    if cfg.pool and cfg.pool_size is not None:
+        if nearest is None:
+            raise SystemExit(f"pool_size={cfg.pool_size}: {cfg.model} has no tactic neighbours, whose "
+                             "training tactics the pool is counted from")
+        gen.pool = grown_pool(nearest, cfg.pool_size)
     gen.mix_neighbors = cfg.neighbors
     gen.instantiate = cfg.instantiate
     gen.premise_bonus = cfg.premise_bonus

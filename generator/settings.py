@@ -145,6 +145,9 @@ class GeneratorBenchmarkConfig:
     # Score the model's tactic pool (if it has one) beside beam search; false: beam search
     # alone. A tag names a second results file (generator-<data>-<split>-<tag>.*).
     pool: bool = True
+    # The pool's size at scoring time: this many of the most frequent training tactics (None:
+    # the pool saved with the model, configs/generator/cpu.yaml's 64).
+    pool_size: int | None = None
     # Mix the model's tactic neighbours (if it has them) into its suggestions; false: the
     # model alone (the `neighbors` baseline row still uses them).
     neighbors: bool = True

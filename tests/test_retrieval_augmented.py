@@ -211,3 +211,17 @@ def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_g
     gen.save_pretrained(tmp_path)
     again = TacticGenerator.load(tmp_path)
     assert again.ranker is not None and np.allclose(again.ranker.scores(cands), ranker.scores(cands))
+
+
+def test_a_grown_pool_counts_the_training_tactics_without_the_evaluated_theorems(ra_generator):
+    from benchmarks.generator import grown_pool
+    from generator.model import frequent_targets
+    cfg, summary = ra_generator
+    nb = TacticGenerator.load(summary["model"]).neighbors
+    everything = frequent_targets(nb.tactics, 10**6)
+    assert grown_pool(nb, 5) == everything[:5] and len(everything) > 5
+    key = nb.sources[0]
+    nb.exclude({key})
+    kept = [t for t, s in zip(nb.tactics, nb.sources) if s != key]
+    assert 0 < len(kept) < len(nb.tactics)
+    assert grown_pool(nb, 10**6) == frequent_targets(kept, 10**6)
