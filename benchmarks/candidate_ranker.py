@@ -280,6 +280,13 @@ def markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_results(stem: Path, result: dict, render) -> None:
+    """`stem`.json and `stem`.md (rendered by `render`), and the table printed."""
+    write_json(stem.with_suffix(".json"), result)
+    stem.with_suffix(".md").write_text(render(result))
+    print(render(result))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("stage", choices=["dump", "select", "report"])
@@ -309,10 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"report needs --setting, one of {list(SETTINGS)} (chosen on select)")
     settings = SETTINGS if args.stage == "select" else {args.setting: SETTINGS[args.setting]}
     result = score(args, cfg, split, settings, commit)
-    stem = Path(args.results_dir) / f"candidate-ranker-mathlib-src-{split.replace('/', '-')}"
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(Path(args.results_dir) / f"candidate-ranker-mathlib-src-{split.replace('/', '-')}", result, markdown)
     return 0
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.candidate_ranker import CONFIG, dump_path, read_dump  # noqa: E402
+from benchmarks.candidate_ranker import CONFIG, dump_path, read_dump, write_results  # noqa: E402
 from generator.evaluate import condition_premises, eval_examples  # noqa: E402
 from generator.inputs import normalize_tactic  # noqa: E402
 from generator.instantiate import fill, template  # noqa: E402
@@ -45,7 +45,6 @@ from generator.neighbors import TacticNeighbors  # noqa: E402
 from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
 from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
 from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
@@ -207,10 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
     command = "python benchmarks/premise_ceiling.py " + " ".join(sys.argv[1:] if argv is None else argv)
     result = run(cfg, args.split, Path(args.run_dir), commit, command.strip())
-    stem = Path(args.results_dir) / f"premise-ceiling-mathlib-src-{args.split.replace('/', '-')}"
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(Path(args.results_dir) / f"premise-ceiling-mathlib-src-{args.split.replace('/', '-')}", result, markdown)
     return 0
 
 
