@@ -123,8 +123,8 @@ def run(cfg, split: str, run_dir: Path, commit: str, command: str) -> dict:
     shown = {"none": [[] for _ in examples],
              "gold": [[corpus.premises[i].full_name for i in ex.gold] for ex in examples],
              "fusion": [[p.full_name for p in ranked[: cfg.k]] for ranked in fusion]}
+    golds = [normalize_tactic(e.tactic) for e in examples]
     for cond in ("none", "gold", "fusion"):
-        golds = [normalize_tactic(e.tactic) for e in examples]
         per[f"coverage | {cond} | dumped candidates"] = np.asarray(
             [g in c for g, c in zip(golds, dumps[cond])], dtype=np.float64)
         for k in SHAPES:
