@@ -94,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     out = Path(args.results_dir) / "tiny-seeds-mathlib-src-mini-random-val"
     previous = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+    commit = git_commit()
+    if previous and previous.get("git_commit") != commit:
+        # Resuming is for a run cut short at this commit; rows from other code would be
+        # stamped with this commit when the file is rewritten.
+        log.info("%s was written at %s, not %s: every seed is trained again",
+                 out.with_suffix(".json"), previous.get("git_commit"), commit)
+        previous = {}
     rows = {r["seed"]: r for r in previous.get("rows", [])}
     repeats = {int(k): v for k, v in previous.get("repeats", {}).items()}
     order = [int(s) for s in args.seeds.split(",")]
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> dict:
         result = {"benchmark": "tiny-seeds", "config_path": args.config, "overrides": args.overrides,
                   "command": " ".join(["python benchmarks/tiny_seeds.py", *(argv if argv is not None else sys.argv[1:])]),
-                  "git_commit": git_commit(), "machine": machine(),
+                  "git_commit": commit, "machine": machine(),
                   "rows": [rows[s] for s in order if s in rows] + [r for s, r in rows.items() if s not in order],
                   "repeats": repeats}
         write_json(out.with_suffix(".json"), result)

@@ -109,6 +109,11 @@ def test_tiny_seeds_benchmark_resumes_and_compares_repeats(tmp_path, monkeypatch
     assert "Seed 3 trained twice: files differ" in md
     tiny_seeds.main(argv)  # everything recorded: nothing is trained again
     assert len(trained) == 4
+    # Rows written at another commit are not resumed (they would be stamped with this one).
+    monkeypatch.setattr(tiny_seeds, "git_commit", lambda: "another-commit")
+    tiny_seeds.main(argv)
+    assert len(trained) == 8
+    assert json.loads((tmp_path / "tiny-seeds-mathlib-src-mini-random-val.json").read_text())["git_commit"] == "another-commit"
 
 
 def test_training_throughput_reads_steady_windows_and_keeps_other_stages_rows(tmp_path):
