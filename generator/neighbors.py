@@ -201,6 +201,74 @@ class TacticNeighbors:
         return mix(model_logprob, p_neighbours, self.cfg.weight)
 
 
+class FrozenNeighbors:
+    """The answers of a `TacticNeighbors` for a fixed set of states, computed ahead of time: what
+    a machine without the BM25 index (a lent GPU, benchmarks/device_generator.py) mixes in. It
+    answers `nearest_states` for the states it holds (whitespace-normalized) and nothing for any
+    other, and counts those misses, so a run can say how often it had no neighbours to ask."""
+
+    premises = None  # no instantiation (generator/instantiate.py) from frozen answers
+    hidden = None
+
+    def __init__(self, tactics: list[str], nearest: dict[str, list[tuple[int, float]]],
+                 cfg: NeighborsConfig) -> None:
+        self.tactics = tactics
+        self.nearest = nearest
+        self.cfg = cfg
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def freeze(cls, live: TacticNeighbors, states: Iterable[str]) -> FrozenNeighbors:
+        """`live`'s k nearest training states of each state (its left-out theorems stay out),
+        with only the tactics they name kept."""
+        from prover.env.base import normalize_ws
+        tactics: list[str] = []
+        ids: dict[int, int] = {}
+        nearest: dict[str, list[tuple[int, float]]] = {}
+        for state in states:
+            key = normalize_ws(state)
+            if key in nearest:
+                continue
+            near = live.nearest_states(state)
+            nearest[key] = [(ids.setdefault(d, len(ids)), round(score, 4)) for d, score in near]
+        tactics = [""] * len(ids)
+        for d, i in ids.items():
+            tactics[i] = live.tactics[d]
+        return cls(tactics, nearest, live.cfg)
+
+    def to_json(self) -> dict:
+        return {"settings": asdict(self.cfg), "tactics": self.tactics,
+                "nearest": [[state, [[d, s] for d, s in near]] for state, near in self.nearest.items()]}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> FrozenNeighbors:
+        return cls(obj["tactics"], {state: [(int(d), float(s)) for d, s in near] for state, near in obj["nearest"]},
+                   NeighborsConfig(**obj["settings"]))
+
+    def exclude(self, keys: Iterable[str]) -> int:
+        return 0  # left out when frozen
+
+    def nearest_states(self, state: str, k: int | None = None,
+                       leave_out: str | None = None) -> list[tuple[int, float]]:
+        from prover.env.base import normalize_ws
+        found = self.nearest.get(normalize_ws(state))
+        if found is None:
+            with self._lock:
+                self.misses += 1
+            return []
+        return list(found[: k or self.cfg.k])
+
+    def distribution(self, state: str, leave_out: str | None = None) -> dict[str, float]:
+        return vote([(self.tactics[d], score) for d, score in self.nearest_states(state)], self.cfg.temperature)
+
+    def top_tactics(self, state: str, n: int, leave_out: str | None = None) -> list[str]:
+        return list(self.distribution(state))[:n] if n > 0 else []
+
+    def mix(self, model_logprob: float, p_neighbours: float) -> float:
+        return mix(model_logprob, p_neighbours, self.cfg.weight)
+
+
 def mix(model_logprob: float, p_neighbours: float, weight: float) -> float:
     """log((1 - weight) P_model + weight P_neighbours), from the model's log-probability."""
     model_part = np.log1p(-weight) + model_logprob if weight < 1.0 else -np.inf

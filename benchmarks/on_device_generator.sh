@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One lent GPU, one call: train a tactic generator from scratch and score it (issue 38).
+#
+#   bash benchmarks/on_device_generator.sh DEADLINE_S [key=value ...]
+#
+# Everything it reads travels with the checkout in ignored folders (the device tool's `carry`):
+# .devcarry/gen/ (`python benchmarks/device_generator.py pack`, run here first) and .whl/
+# (omegaconf and antlr4 for Python 3.12: what the device image lacks). No Ray, corpus or index is
+# needed there. What is done by DEADLINE_S (counted from this script's start, install included) is
+# packed under $OUT: results.tgz (results JSON/Markdown and per-example outcomes: land them with
+# `python benchmarks/device_generator.py land`) and train.tgz (the training log and summary).
+# CONFIG and PACK default to the device run's; the rehearsal (tests/test_device_generator.py) sets
+# tiny ones and runs this same script on a CPU.
+set -uo pipefail
+export START_EPOCH=$(date +%s)
+DEADLINE=$1; shift
+OUT=${OUT:-/tmp/device-out}
+CONFIG=${CONFIG:-configs/generator/device.yaml}
+PACK=${PACK:-.devcarry/gen}
+WHEELS=${WHEELS:-.whl}
+mkdir -p "$OUT"
+if [ -d "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+fi
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+if command -v nvidia-smi >/dev/null; then
+  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "GPU: $GPU"
+  # The device tool's kind, for every row (H200 and H100 timings are not comparable).
+  case "$GPU" in *H200*) KIND=nvidia-h200 ;; *H100*) KIND=nvidia-h100-x1 ;; *) KIND="$GPU" ;; esac
+  export DEVICE_KIND=${DEVICE_KIND:-$KIND}
+fi
+RES=$(mktemp -d)
+# The results are packed whatever the run's end: a deadline or a crash still returns its rows.
+timeout $(( ${DEADLINE%.*} - $(date +%s) + START_EPOCH - 10 )) \
+  python3 benchmarks/device_generator.py run --config "$CONFIG" --pack "$PACK" --deadline "$DEADLINE" --out "$RES" "$@" \
+  2>&1 | tee "$RES/run.log"
+STATUS=${PIPESTATUS[0]}
+echo "run exit $STATUS at $(( $(date +%s) - START_EPOCH )) s"
+tar czf "$OUT/train.tgz" -C "$RES" run.log $(cd "$RES" && ls train/summary.json train/train_log.jsonl 2>/dev/null)
+tar czf "$OUT/results.tgz" -C "$RES" --exclude=train --exclude=run.log .
+ls -la "$OUT"
+exit $STATUS

@@ -1,0 +1,128 @@
+"""The lent-GPU generator run (benchmarks/on_device_generator.sh), rehearsed on a CPU.
+
+The same script a lease runs, end to end on mathlib-src-mini at toy sizes: packing here, then
+sizing, training, the four premise conditions on two splits, replay search in one process and
+the results writer, with Ray, bm25s and FAISS made unimportable as on the device. Only the GPU
+itself is not exercised."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import device_generator as dg  # noqa: E402
+
+BLOCKER = """
+import importlib.abc, sys
+BLOCKED = {"ray", "bm25s", "faiss", "lean_dojo", "lean_interact", "fastapi", "uvicorn", "lightgbm"}
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is not on the device image")
+sys.meta_path.insert(0, _Block())
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_pack(mini_root: Path, tmp_path_factory) -> tuple[Path, dict]:
+    cfg = dg.load(REPO / "configs" / "generator" / "device_tiny.yaml",
+                  [f"data.root={mini_root}", f"run_dir={tmp_path_factory.mktemp('run')}"])
+    out = tmp_path_factory.mktemp("pack")
+    return out, dg.pack(cfg, out)
+
+
+def test_pack_holds_every_state_the_run_asks_about(tiny_pack):
+    out, manifest = tiny_pack
+    assert manifest["train_pairs"] > 1000 and manifest["pool"]
+    assert manifest["eval_splits"]["random/test"]["examples"] == 12
+    lookup = json.loads(__import__("gzip").open(out / "lookup.json.gz", "rt").read())
+    assert len(lookup["replay"]) == manifest["replay_theorems"] == 4
+    nearest = {state for state, _ in lookup["neighbors"]["nearest"]}
+    rows = dg._read_jsonl_gz(out / "eval-random-test.jsonl.gz")
+    from prover.env.base import normalize_ws
+    assert all(normalize_ws(r["state"]) in nearest for r in rows)  # no neighbour lookup can miss
+    assert all(len(r["fusion"]) == 5 for r in rows)  # lease.k premises of the fusion per state
+    # The replay theorems' reachable states all have premises packed (their initial state at least).
+    for r in lookup["replay"]:
+        assert any(k.startswith(r["key"] + "\n") for k in lookup["premises"])
+
+
+def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_root):
+    pack_dir, _ = tiny_pack
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(BLOCKER)
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PACK": str(pack_dir), "WHEELS": str(tmp_path / "no-wheels"),
+           "CONFIG": "configs/generator/device_tiny.yaml", "PYTHONPATH": str(block), "DEVICE_KIND": "rehearsal",
+           "PROVER_DATA": str(mini_root.parent)}
+    proc = subprocess.run(["bash", "benchmarks/on_device_generator.sh", "100", f"run_dir={tmp_path / 'run'}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "run exit 0" in proc.stdout
+    landed = tmp_path / "results"
+    written = dg.land(out / "results.tgz", landed)
+    assert written
+    sizing = json.loads((landed / "generator-sizing-device.json").read_text())
+    assert [r["size"] for r in sizing["rows"]] == ["toy-a", "toy-b"]
+    assert all(r["examples_per_s"] > 0 and r["params"] > 0 for r in sizing["rows"])
+    assert sizing["chosen"] == dg.choose_size(sizing["rows"], 0.5)["size"]
+    for split in ("random-test", "random-val"):
+        em = json.loads((landed / f"generator-mathlib-src-mini-{split}-device.json").read_text())
+        assert [r["condition"] for r in em["rows"]] == ["neighbors", "none", "gold", "bm25+usage+neighbors-tactic"]
+        assert all(r["device_kind"] == "rehearsal" and r["n"] == 12 for r in em["rows"])
+        pairs = {(c["a"], c["b"]) for c in em["comparisons"] if c["metric"] == "exact_match@4"}
+        assert {("gold", "none"), ("bm25+usage+neighbors-tactic", "none"),
+                ("bm25+usage+neighbors-tactic", "neighbors")} <= pairs
+        assert em["bootstrap"]["paired_over"] == "theorems"
+        assert (landed / "outcomes" / f"generator-mathlib-src-mini-{split}-device-gold.jsonl.gz").exists()
+    rp = json.loads((landed / "search-replay-mathlib-src-mini-random-test-device.json").read_text())
+    assert [r["row"] for r in rp["rows"]][1:] == ["bm25+usage+neighbors-tactic", "none"]
+    assert rp["n_theorems"] == 4 and all(r["theorems"] == 4 for r in rp["rows"])
+    assert [(c["a"], c["b"]) for c in rp["comparisons"]] == [("bm25+usage+neighbors-tactic", "none")]
+    assert rp["rows"][1]["premise_lookup_misses"] == 0 and rp["neighbour_lookup_misses"] == 0
+    assert "not pass@1" in (landed / "search-replay-mathlib-src-mini-random-test-device.md").read_text()
+    with tarfile.open(out / "train.tgz") as tar:
+        summary = json.loads(tar.extractfile("train/summary.json").read())
+    assert summary["steps"] == summary["planned_steps"] > 0 and summary["stopped_by"] == "end"
+    assert summary["size"] == sizing["chosen"]
+
+
+def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):
+    """Past the deadline no condition starts, and the files still say which and why."""
+    clock = dg.Clock(0.0)
+    gen = SimpleNamespace(pool=[], input_cfg=SimpleNamespace(max_bytes=256))
+    frozen = SimpleNamespace(cfg=dg.NeighborsConfig(k=5), distribution=lambda s: {})
+    ctx = {"lease": OmegaConf.structured(dg.LeaseConfig(num_samples=4)), "commit": "0000000-test", "machine": {}, "kind": "",
+           "dataset": "d", "fusion": "f", "command": "c", "train_pairs": 1, "train_split": "random/train",
+           "training": {"params": 1}}
+    rows = [{"key": "a.lean::t#0", "theorem": "t", "file_path": "a.lean", "state": "⊢ True", "tactic": "trivial",
+             "gold": [], "fusion": []}]
+    dg.em_split(gen, frozen, "random/test", rows, ctx, clock, tmp_path)
+    result = json.loads((tmp_path / "generator-d-random-test-device.json").read_text())
+    assert result["rows"] == [] and set(result["absent"]) == {"neighbors", "none", "gold", "f"}
+    assert all("deadline" in why for why in result["absent"].values())
+
+
+def test_dry_run_counts_what_travels_and_plans_each_phase(tiny_pack, capsys):
+    pack_dir, _ = tiny_pack
+    cfg = dg.load(REPO / "configs" / "generator" / "device.yaml")
+    total, parts = dg.travelling_bytes([pack_dir])
+    assert parts[f"carry:{pack_dir}"] == dg.folder_bytes(pack_dir) > 0
+    assert total == sum(parts.values())
+    phases = dg.planned_phases(cfg, 570)
+    assert phases["train"] == cfg.lease.train_seconds and sum(phases.values()) <= 570
+    assert dg.planned_phases(cfg, 300)["train"] < cfg.lease.train_seconds  # a short deadline trains less
+    dg.plan(cfg, 570, pack_dir)
+    printed = capsys.readouterr().out
+    assert "MiB of the device tool's 64 MiB" in printed and "s  train" in printed
