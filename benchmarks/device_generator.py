@@ -105,6 +105,7 @@ class LeaseConfig:
     search_timeout_s: float = 300.0
     max_reachable_states: int = 400  # per replay theorem, when packing
     fusion: str = "bm25+usage+neighbors-tactic"
+    tag: str = ""  # names a second run's files (<stem>-device-<tag>.*)
     # Seconds kept after training for the report EM rows and the replay (the run shortens
     # training, never these, when the deadline is near).
     score_seconds: float = 200.0
@@ -365,9 +366,15 @@ def measure_sizes(cfg: Any, inputs: list[str], tactics: list[str], device: Any) 
     from generator.model import TacticGenerator, fresh_model
     from generator.settings import InputConfig
     from prover.training.run import mixed_precision, set_seed
+    from prover.training.run import length_grouped_order
     lease, bs = cfg.lease, cfg.train.batch_size
-    rng = np.random.default_rng(cfg.seed)
-    batches = [rng.choice(len(inputs), size=min(bs, len(inputs)), replace=False) for _ in range(lease.probe_steps + 2)]
+    # Batches as training draws them (similar lengths, padded to the longest), spread over the
+    # epoch: random batches pad every input to a long one, and a plan made from their rate ended
+    # the first lease's training after 182 of its 270 s.
+    order = length_grouped_order([len(s.encode("utf-8")) for s in inputs], bs, cfg.seed, 0)
+    n_batches = max(1, len(order) // bs)
+    picks = np.linspace(0, n_batches - 1, lease.probe_steps + 2).astype(int)
+    batches = [order[i * bs: (i + 1) * bs] for i in picks]
     rows = []
     for spec in lease.sizes:
         set_seed(cfg.seed)
@@ -490,7 +497,7 @@ def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clo
     examples = [EvalExample(r["theorem"], r["file_path"], None, r["state"], r["tactic"], (), int(r["key"].rsplit("#", 1)[1]))
                 for r in rows]
     keys = [r["key"] for r in rows]
-    stem = f"generator-{ctx['dataset']}-{split.replace('/', '-')}-device"
+    stem = f"generator-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
     result = {"benchmark": "generator", "command": ctx["command"], "dataset": ctx["dataset"], "split": split,
               "config": {"num_samples": n, "k": lease.k, "conditions": ["none", "gold", ctx["fusion"], "neighbors"],
                          "fusion": ctx["fusion"], "lease": OmegaConf.to_container(lease)},
@@ -638,7 +645,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
                                   if records[n][t.key].get("proof")}} for t in tasks if t.key in set(done)],
               "neighbour_lookup_misses": ctx["frozen"].misses, "seconds": round(seconds, 1),
               "batches": source.batcher.batches, "largest_batch": source.batcher.largest}
-    stem = f"search-replay-{ctx['dataset']}-{split.replace('/', '-')}-device"
+    stem = f"search-replay-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
     write_json(out / f"{stem}.json", result)
     (out / f"{stem}.md").write_text(markdown(result)
                                     + f"\nPremises: `{ctx['fusion']}` (the shipped first stage without its CFR "
@@ -680,8 +687,9 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str) -> i
                   "train_pairs": len(inputs), "max_bytes": cfg.input.max_bytes, "probe_steps": cfg.lease.probe_steps,
                   "train_seconds": cfg.lease.train_seconds, "min_epochs": cfg.lease.min_epochs, "rows": rows,
                   "chosen": chosen["size"] if chosen else None}
-        write_json(out / "generator-sizing-device.json", sizing)
-        (out / "generator-sizing-device.md").write_text(sizing_markdown(sizing))
+        stem = "generator-sizing-device" + (f"-{cfg.lease.tag}" if cfg.lease.tag else "")
+        write_json(out / f"{stem}.json", sizing)
+        (out / f"{stem}.md").write_text(sizing_markdown(sizing))
         if chosen is None:
             log.error("sizing: no size could train")
             return 1
