@@ -106,6 +106,7 @@ class LeaseConfig:
     max_reachable_states: int = 400  # per replay theorem, when packing
     fusion: str = "bm25+usage+neighbors-tactic"
     tag: str = ""  # names a second run's files (<stem>-device-<tag>.*)
+    note: str = ""  # said in every results file of the run (a second look at a split, say)
     # Seconds kept after training for the report EM rows and the replay (the run shortens
     # training, never these, when the deadline is near).
     score_seconds: float = 200.0
@@ -376,7 +377,10 @@ def measure_sizes(cfg: Any, inputs: list[str], tactics: list[str], device: Any) 
     picks = np.linspace(0, n_batches - 1, lease.probe_steps + 2).astype(int)
     batches = [order[i * bs: (i + 1) * bs] for i in picks]
     rows = []
-    for spec in lease.sizes:
+    # The first size measured would also pay for CUDA's start-up (handles, kernel selection):
+    # it is measured twice and its first measurement dropped.
+    specs = [lease.sizes[0], *lease.sizes] if lease.sizes else []
+    for n_done, spec in enumerate(specs):
         set_seed(cfg.seed)
         mc = ModelConfig(**{k: v for k, v in OmegaConf.to_container(spec).items() if k != "name"}, dropout=0.0)
         row = {"size": spec.name, **OmegaConf.to_container(spec)}
@@ -407,6 +411,8 @@ def measure_sizes(cfg: Any, inputs: list[str], tactics: list[str], device: Any) 
             if device.type == "cuda":
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats()
+        if n_done == 0 and len(specs) > 1 and "error" not in row:
+            continue  # the warm-up
         log.info("sizing: %s", row)
         rows.append(row)
         if "error" in row:
@@ -438,8 +444,11 @@ def sizing_markdown(result: dict) -> str:
         lines.append(f"| {r['size']}{' (trained)' if r['size'] == result.get('chosen') else ''} "
                      f"| {r['params'] / 1e6:.1f} | {r['d_model']} | {r['num_layers']}/{r['num_decoder_layers']} "
                      f"| {r['examples_per_s']:.0f} | {r['epochs_in_budget']:.2f} | {r.get('peak_gib', '–')} |")
-    lines += ["", f"Chosen: the largest size that sees at least {result['min_epochs']:g} epoch(s) in the "
-              "budget. Commit " + str(result["git_commit"]) + ".", ""]
+    reached = [r for r in result["rows"] if r.get("epochs_in_budget", 0) >= result["min_epochs"]]
+    rule = (f"the largest size that sees at least {result['min_epochs']:g} epochs in the budget" if reached else
+            f"no size sees {result['min_epochs']:g} epochs in the budget, so the fastest was trained")
+    lines += ["", f"Trained: {rule}. The first size measured also pays for the GPU's start-up (its "
+              "kernels' first runs) unless the run warmed up first. Commit " + str(result["git_commit"]) + ".", ""]
     return "\n".join(lines)
 
 
@@ -509,7 +518,11 @@ def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clo
               "n_with_gold": sum(bool(r["gold"]) for r in rows), "rows": [], "absent": {},
               "frequency": None, "throughput": None,
               "neighbors_baseline": {**asdict(frozen.cfg), "n_states": ctx["train_pairs"], "train_split": ctx["train_split"]},
-              "fusion_note": f"premises of {ctx['fusion']}: the shipped first stage without its CFR member"}
+              "note": (f"Run on {ctx['machine'].get('gpu') or 'CPU'} ({ctx['kind'] or 'no kind given'}) by "
+                       f"benchmarks/on_device_generator.sh: the model was trained there for this run and not kept. "
+                       f"`{ctx['fusion']}` is the shipped first stage without its CFR member (no trained CFR "
+                       "travels); its premises and the neighbours' answers were computed ahead, on a CPU."
+                       + (f" {lease.note}" if lease.note else ""))}
     per_example: dict[str, dict[str, np.ndarray]] = {}
 
     def save() -> None:
@@ -640,19 +653,21 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
                                  "timeout_s": search.timeout_s},
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},
               "rows": rows, "absent": {}, "comparisons": add_intervals(rows, proved, names[::-1]),
-              "per_theorem": [{"theorem": t.name, "key": t.key, **{n: classify(records[n][t.key]) for n in names},
+              "per_theorem": [{"theorem": t.name, "key": t.key, CEILING_IN_BUDGET: classify(ceiling[t.key]),
+                               **{n: classify(records[n][t.key]) for n in names},
                                **{f"{n}_proof": records[n][t.key].get("proof") for n in names
                                   if records[n][t.key].get("proof")}} for t in tasks if t.key in set(done)],
               "neighbour_lookup_misses": ctx["frozen"].misses, "seconds": round(seconds, 1),
-              "batches": source.batcher.batches, "largest_batch": source.batcher.largest}
+              "batches": source.batcher.batches, "largest_batch": source.batcher.largest,
+              "note": (f"Premises: `{ctx['fusion']}` (the shipped first stage without its CFR member), looked up "
+                       f"for every reachable state as packed on a CPU. Searches ran on {lease.replay_threads} threads "
+                       f"in one process on {ctx['machine'].get('gpu') or 'CPU'} ({ctx['kind'] or 'no kind given'}), "
+                       f"their generator calls batched (so the per-theorem time limit is {search.timeout_s:g} s, not "
+                       f"60: the expansion budget binds); {len(done)} of {len(tasks)} theorems were searched in every "
+                       "row before the deadline." + (f" {lease.note}" if lease.note else ""))}
     stem = f"search-replay-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
     write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result)
-                                    + f"\nPremises: `{ctx['fusion']}` (the shipped first stage without its CFR "
-                                    "member), looked up for every reachable state as packed here. Searches ran on "
-                                    f"{lease.replay_threads} threads in one process on {ctx['machine'].get('gpu') or 'CPU'} "
-                                    f"({ctx['kind'] or 'no kind given'}), their generator calls batched; "
-                                    f"{len(done)} of {len(tasks)} theorems searched in every row before the deadline.\n")
+    (out / f"{stem}.md").write_text(markdown(result))
     log.info("replay: %s", {r["row"]: r["proved"] for r in rows})
 
 

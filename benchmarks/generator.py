@@ -241,6 +241,8 @@ def markdown(result: dict) -> str:
         lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]
     per_row = provenance_lines(result, "condition")
     last = "Last run: " if per_row else ""
+    if result.get("note"):  # what the run's own fields do not say (a device run, a second look)
+        lines += ["", result["note"]]
     lines += ["", f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores)"
               f"{', GPU ' + result['machine']['gpu'] if result['machine'].get('gpu') else ''}. "
               f"{last}Commit {result['git_commit']}.", f"{last}Command: `{result['command']}`"]

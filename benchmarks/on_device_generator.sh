@@ -32,9 +32,11 @@ if command -v nvidia-smi >/dev/null; then
   export DEVICE_KIND=${DEVICE_KIND:-$KIND}
 fi
 RES=$(mktemp -d)
-# The results are packed whatever the run's end: a deadline or a crash still returns its rows.
+# The results are packed whatever the run's end: a deadline or a crash still returns its rows. The
+# run's own deadline is 20 s before DEADLINE and `timeout` stops it 10 s before: the run ends its
+# phases itself (the second lease's run finished at its deadline and `timeout` fired as it exited).
 timeout $(( ${DEADLINE%.*} - $(date +%s) + START_EPOCH - 10 )) \
-  python3 benchmarks/device_generator.py run --config "$CONFIG" --pack "$PACK" --deadline "$DEADLINE" --out "$RES" "$@" \
+  python3 benchmarks/device_generator.py run --config "$CONFIG" --pack "$PACK" --deadline $(( ${DEADLINE%.*} - 20 )) --out "$RES" "$@" \
   2>&1 | tee "$RES/run.log"
 STATUS=${PIPESTATUS[0]}
 echo "run exit $STATUS at $(( $(date +%s) - START_EPOCH )) s"

@@ -66,8 +66,8 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     env = {**os.environ, "OUT": str(out), "PACK": str(pack_dir), "WHEELS": str(tmp_path / "no-wheels"),
            "CONFIG": "configs/generator/device_tiny.yaml", "PYTHONPATH": str(block), "DEVICE_KIND": "rehearsal",
            "PROVER_DATA": str(mini_root.parent)}
-    proc = subprocess.run(["bash", "benchmarks/on_device_generator.sh", "100", f"run_dir={tmp_path / 'run'}"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(["bash", "benchmarks/on_device_generator.sh", "240", f"run_dir={tmp_path / 'run'}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "run exit 0" in proc.stdout
     landed = tmp_path / "results"

@@ -194,6 +194,7 @@ def markdown(result: dict) -> str:
               f"{result['ceiling_search']['timeout_s']} s): the most any generator can prove here; "
               f"`{CEILING_IN_BUDGET}`: the same within the models' search budget. "
               "Per-theorem outcomes of every row are in the JSON file (`per_theorem`).", "",
+              *([result["note"], ""] if result.get("note") else []),
               f"Machine: {result['machine'].get('cpu')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}.", f"Command: `{result['command']}`", ""]
     return "\n".join(lines)
