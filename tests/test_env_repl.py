@@ -288,10 +288,10 @@ def test_leandojo_record_header_ends_before_its_modifiers(tmp_path, name, start,
     (tmp_path / "Foo" / "Bar.lean").write_text(LEAN_SRC)
     target = target_from_source(Theorem("https://github.com/x/y", "abc", "Foo/Bar.lean", name, start, start, ()),
                                 tmp_path)
-    assert target.header[:2] == ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic",
-                                 "\n\nnamespace Foo")
+    assert target.header[:2] == ("import Mathlib.Data.Nat.Basic\nimport Mathlib.Order.Basic", "\n\nnamespace Foo")
     assert len(target.header) == chunks  # the file's commands, cut at each declaration
-    assert LEAN_SRC.startswith("".join(target.header))
+    imports_end = LEAN_SRC.index("\n\nnamespace")
+    assert LEAN_SRC[imports_end:].startswith("".join(target.header[1:]))
     assert target.statement == statement
 
 

@@ -48,8 +48,11 @@ def test_every_real_record_gets_a_parseable_header_and_its_own_statement(real):
         header, statement = target_parts(path, *r["start"], r["full_name"])
         plan = file_plan(path)
         text, code = plan.text, plan.code
-        cut = len("".join(header))
-        assert text.startswith("".join(header)), r["full_name"]
+        imports = "\n".join(ln for ln in code[:plan.imports_end].split("\n") if ln.startswith("import"))
+        n = 1 if imports else 0  # the import lines alone, the first command (a file may have none)
+        assert header[:n] == ((imports,) if imports else ())
+        cut = plan.imports_end + len("".join(header[n:]))
+        assert text[plan.imports_end:].startswith("".join(header[n:])), r["full_name"]
         kw = plan.keyword_of(keyword_index(plan, *r["start"]))
         # The header ends at a command boundary: what follows starts a line, at column 0 ...
         first = cut + len(code[cut:]) - len(code[cut:].lstrip())

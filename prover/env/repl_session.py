@@ -353,9 +353,15 @@ def memory_check(workers: int, cfg: ReplConfig, available_gib: float | None = No
 @contextmanager
 def open_file_runner(project: str | Path, cfg: ReplConfig | None = None) -> Iterator[Callable[[Path], dict]]:
     """`run_file(path)`: a FileCommand with `allTactics` in a REPL started in `project` (the
-    REPL is built once first), for tracing a project without lean-dojo."""
+    REPL is built once first), for tracing a project without lean-dojo. Between two files a
+    REPL past `memory_limit_gb` is restarted (it keeps every file's environment otherwise)."""
     session = ReplSession(prepare(replace(cfg or ReplConfig(), project=str(project))))
+
+    def run_file(path: Path) -> dict:
+        session.restart_if_over_memory()
+        return session.file(path, all_tactics=True)
+
     try:
-        yield lambda path: session.file(path, all_tactics=True)
+        yield run_file
     finally:
         session.close()

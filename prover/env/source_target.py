@@ -151,9 +151,10 @@ class FilePlan:
         return cls(text, code, decls, imports_end, tuple(sorted(cuts)), starts)
 
     def header(self, cut: int) -> tuple[str, ...]:
-        """The commands before `cut` (one of `cuts`, or the imports' end): the imports, then
-        the chunks between cuts; chunks with no code (comments only) are left out."""
-        chunks = [self.text[:self.imports_end]] if self.text[:self.imports_end].strip() else []
+        """The commands before `cut` (one of `cuts`, or the imports' end): the import lines,
+        then the chunks between cuts; chunks with no code (comments only) are left out."""
+        imports = self.imports
+        chunks = [imports] if imports else []
         prev = self.imports_end
         for c in self.cuts:
             if c > cut:
@@ -162,6 +163,12 @@ class FilePlan:
                 chunks.append(self.text[prev:c])
             prev = c
         return tuple(chunks)
+
+    @property
+    def imports(self) -> str:
+        """The file's import lines, and nothing else (not the copyright comment above them):
+        files with the same imports send the same first command, elaborated once per REPL."""
+        return "\n".join(m.group().strip() for m in _IMPORT_LINE.finditer(self.code[:self.imports_end]))
 
     def declaration_at(self, keyword: int) -> Declaration | None:
         return next((d for d in self.declarations if d.start == keyword), None)
