@@ -188,6 +188,18 @@ def test_no_goals_left_is_not_trusted(lean_repl):
     session.close()
 
 
+def test_a_tactic_that_ends_the_by_block_is_never_sent(lean_repl):
+    """Text that would dedent out of the proof and declare an axiom is a failed tactic before
+    Lean sees it (in tactic mode the REPL would run it; in the check it would end the proof)."""
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        out = env.run_tactic(env.initial_state, "apply And.intro\naxiom cheat : False")
+        assert isinstance(out, TacticError) and "leaves the proof block" in out.message
+        assert isinstance(env.run_tactic(env.initial_state, "apply And.intro"), State)  # the REPL lives
+    assert not any("axiom" in r.get("tactic", "") + r.get("cmd", "") for r in requests_sent(lean_repl.log))
+    session.close()
+
+
 def test_failed_tactics(lean_repl):
     session = ReplSession(lean_repl("v4.24.0", ["invalid_tactic", "unknown_tactic"]))
     with ReplEnv(ReplTarget("my_theorem", statement="theorem my_theorem (x : Nat) : x = x"), session) as env:

@@ -68,27 +68,33 @@ def real_tasks(data_root):
 
 def _run(project: Path, tasks: list, workers: list[CountingRepl]) -> tuple[dict, dict]:
     """Hand tasks to the workers in turn, as the dispatcher does; returns each worker's files
-    and each file's (import lines, number of declarations)."""
+    and each file's (import lines, number of declarations, characters), and the characters of
+    each file's commands each worker sent."""
     queue = FileQueue((t, 1) for t in tasks)
     files: dict[int, set] = {i: set() for i in range(len(workers))}
-    plans: dict[str, tuple[str, int]] = {}
+    plans: dict[str, tuple[str, int, int]] = {}
+    chars: dict[tuple[int, str], int] = {}  # (worker, file) -> characters of the file's commands sent
     i = 0
     while queue:
         task, _ = queue.pop_for(i)
         f = task.theorem.file_path
         files[i].add(f)
+        before = len(workers[i].sent)
         with ReplEnv(target_from_source(task.theorem, project), workers[i]) as env:
             assert env.initial_state.text == "⊢ goal"
         plan = file_plan(project / f)
-        plans[f] = (plan.imports, len(plan.declarations))
+        chars[(i, f)] = chars.get((i, f), 0) + sum(
+            len(r["cmd"]) for r in workers[i].sent[before:]
+            if not r["cmd"].startswith("import") and not r["cmd"].endswith(":= by sorry"))
+        plans[f] = (plan.imports, len(plan.declarations), len(plan.text))
         i = (i + 1) % len(workers)
-    return files, plans
+    return files, plans, chars
 
 
 def test_imports_once_per_import_set_and_each_file_elaborated_once_per_worker(real_tasks):
     project, tasks = real_tasks
     workers = [CountingRepl(ReplConfig()) for _ in range(2)]
-    files, plans = _run(project, tasks, workers)
+    files, plans, chars = _run(project, tasks, workers)
     all_files = {t.theorem.file_path for t in tasks}
     assert len(all_files) == 300
     # A file's theorems go to one worker; only the last files are shared (no worker waits).
@@ -96,19 +102,15 @@ def test_imports_once_per_import_set_and_each_file_elaborated_once_per_worker(re
     for w, mine in zip(workers, files.values()):
         cmds = [r["cmd"] for r in w.sent]
         imports = [c for c in cmds if c.startswith("import")]
-        import_sets = {plans[f][0] for f in mine} - {""}
-        assert len(imports) == len(set(imports)) <= len(import_sets)
-        roots = [c for c in cmds if c.endswith(":= by sorry")]
+        assert len(imports) == len(set(imports)) <= len({plans[f][0] for f in mine} - {""})
         elaborated = [c for c in cmds if not c.startswith("import") and not c.endswith(":= by sorry")]
-        declarations = sum(plans[f][1] for f in mine)
-        assert len(elaborated) <= declarations  # at most one command per declaration ...
-        assert max(Counter((r["cmd"], r.get("env")) for r in w.sent if not r["cmd"].endswith(":= by sorry")).values()) == 1
+        assert len(elaborated) <= sum(plans[f][1] for f in mine)  # at most one command per declaration
+        assert max(Counter((r["cmd"], r.get("env")) for r in w.sent).values()) == 1  # nothing twice
         assert w.restarts == 0
-    assert sum(len([r for r in w.sent if r["cmd"].endswith(":= by sorry")]) for w in workers) == 348
-    # Measured: the figures below, not a bound the test chose (the old headers sent a whole
-    # file prefix per theorem: 348 elaborations of files, 348 imports).
-    total_imports = sum(len([r for r in w.sent if r["cmd"].startswith("import")]) for w in workers)
-    assert total_imports <= len({plans[f][0] for f in all_files}) + len(workers) * 2
+    # Each character of a file's commands is sent once per worker (the old headers sent the
+    # file up to each theorem, once per theorem).
+    assert all(n <= plans[f][2] for (_, f), n in chars.items())
+    assert sum(len([c for c in w.sent if c["cmd"].endswith(":= by sorry")]) for w in workers) == 348
 
 
 def test_a_repl_past_its_memory_bound_restarts_and_the_run_goes_on(real_tasks):
