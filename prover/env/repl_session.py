@@ -65,7 +65,8 @@ class ReplConfig:
     # Each tactic runs under `set_option maxHeartbeats N in`, so Lean itself stops a runaway
     # tactic with an error and the REPL lives (MiniF2F's header sets maxHeartbeats 0, which
     # leaves only the wall-clock `timeout`, which kills the REPL). Twice Lean's default of
-    # 200000; 0: no wrapping.
+    # 200000; 0: no wrapping. Which limit a Lean version applies in the REPL's tactic mode is
+    # not checked here without Lean (REPL issue #69: Lean's default there, before lean4#8646).
     max_heartbeats: int = 400000
     # Whether a proof may depend on Lean.ofReduceBool / Lean.trustCompiler (`native_decide`):
     # they trust the compiler, not the kernel. Every verdict records the setting in force.
