@@ -160,3 +160,12 @@ def test_workers_on_one_node_build_the_repl_once(monkeypatch, tmp_path):
     for t in threads:
         t.join()
     assert len(builds) == 1 and [g.repl_path for g in got] == [str(tmp_path / "built")] * 3
+
+
+def test_an_address_space_limit_below_the_restart_bound_is_refused():
+    """memory_hard_limit_mb is RLIMIT_AS (Mathlib's mapped .oleans count against it): one
+    below the resident bound the REPL restarts at would make Lean fail first."""
+    assert ReplConfig().memory_hard_limit_mb is None  # the default: no address-space limit
+    with pytest.raises(ValueError, match=r"^env.repl.memory_hard_limit_mb \(4096\) is an address-space limit below"):
+        ReplConfig(memory_gb=8, memory_hard_limit_mb=4096)
+    ReplConfig(memory_gb=8, max_memory_gb=6, memory_hard_limit_mb=65536)
