@@ -192,5 +192,5 @@ def test_recheck_before_writing_refuses_sorry_axioms_and_escaping_text(tmp_path)
 
     counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
     assert counts == {CHECKED: 0, REJECTED: 2, "unchecked": 0}
-    assert "leaves the proof block" in attempts[1].reason
+    assert "command keyword `axiom`" in attempts[1].reason
     assert not any("axiom cheat" in f for f in files)

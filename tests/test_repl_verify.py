@@ -51,10 +51,12 @@ def test_only_the_standard_axioms_pass():
 
 
 @pytest.mark.parametrize("tactic", [
-    "simp\naxiom cheat : False",  # dedents out of the `by` block, then declares an axiom
-    "simp\n theorem t : False := cheat",  # column 1: still out of a block at column 2
-    "exact foo\n  #eval IO.println 1",  # a command keyword at line start, even indented
+    "simp\naxiom cheat : False",  # on its own line: the `by` block ends, an axiom is declared
+    "exact h axiom cheat : False",  # on the same line: the tactic parser stops there too
+    "simp; theorem t : False := cheat",
+    "exact foo\n  #eval IO.println 1",
     "skip\n  @[simp] theorem t : True := trivial",
+    "exact h\rinstance : Foo := cheat",  # a carriage return is no line break to the layout
 ])
 def test_text_that_can_leave_its_proof_is_refused(tactic):
     assert tactic_text_problem([tactic]) is not None
@@ -63,9 +65,18 @@ def test_text_that_can_leave_its_proof_is_refused(tactic):
 @pytest.mark.parametrize("tactic", [
     "simp", "have h : True := by\n    trivial", "rw [foo] -- theorem in a comment\n  exact h",
     "set_option maxRecDepth 100 in\n  simp", "exact (by simpa using h : axiomOfChoice)",
+    "induction n with\n| zero => simp\n| succ n ih => simp",  # LeanDojo's layout: alternatives at 0
+    "have : #s ≤ #t := card_le h", "exact #[1, 2].size_pos", "exact inferInstance", "exact «axiom»",
 ])
 def test_ordinary_tactics_pass_the_text_check(tactic):
     assert tactic_text_problem([tactic]) is None
+
+
+def test_no_real_tactic_is_refused(data_root):
+    """The 770 tactics of the real LeanDojo records (leandojo-real/val, leandojo-sample)."""
+    tactics = [t["tactic"] for f in ("mathlib-src/leandojo-real/val.json", "leandojo-sample/test.json")
+               for r in json.loads((data_root / f).read_text()) for t in r["traced_tactics"]]
+    assert len(tactics) == 770 and [t for t in tactics if tactic_text_problem([t])] == []
 
 
 def test_restated_under_a_fresh_name_with_identical_text():
@@ -91,7 +102,7 @@ class Recorder:
 def test_an_escaping_proof_never_reaches_lean():
     lean = Recorder(lambda cmd: {"env": 1})
     verdict = check_proof(lean.command, 0, "theorem t : False", ["skip\naxiom cheat : False", "exact cheat"])
-    assert not verdict.ok and "leaves the proof block" in verdict.reason and lean.sent == []
+    assert not verdict.ok and "command keyword `axiom`" in verdict.reason and lean.sent == []
 
 
 def test_a_proof_whose_axioms_include_its_own_is_rejected():

@@ -4,10 +4,12 @@ Search runs tactics one at a time in the REPL's tactic mode, and "no goals left"
 proof (REPL issue #44; a tactic can also close a goal that is not the theorem's). A proof
 counts only when all of this holds, in this order (cheapest first):
 
-1. Its text cannot leave its proof (`tactic_text_problem`, before Lean sees it): no
-   continuation line dedented out of the `by` block, and no line starting with a command
-   keyword (`axiom`, `theorem`, `@[...]`, `#eval`, ...). Such text would end the proof and
-   declare something of its own after it, e.g. `axiom cheat : False`.
+1. Its text cannot leave its proof (`tactic_text_problem`, before Lean sees it). A line cannot
+   dedent out of the `by` block: `prover.env.proof_text` shifts every line of a tactic to the
+   block's column. What remains is a command keyword (`axiom`, `theorem`, `@[...]`, `#eval`,
+   ...): where the tactic parser stops, the `by` block ends and Lean reads the rest as a new
+   command, on the same line or the next (`exact h axiom cheat : False`), so such a keyword
+   anywhere in the tactic's code (comments and strings aside) refuses it.
 2. Lean proves the asked statement under a fresh name (`restate`): the statement the theorem
    was opened with, its text identical but for the declaration's name (`example` becomes
    `theorem`), `:=` the found tactics as one `by` block, in the environment the theorem was
@@ -41,7 +43,6 @@ STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 # What `native_decide` (and `decide +kernel`'s compiled relatives) add: trust in the compiler.
 NATIVE_AXIOMS = ("Lean.ofReduceBool", "Lean.trustCompiler")
 FRESH_PREFIX = "prover_check_"
-BLOCK_COLUMN = 2  # `standalone_proof` puts each tactic at this column under `by`
 
 # Words that start a command: at the start of a line of a proof they end the `by` block (or fail).
 _COMMAND_WORDS = (
@@ -52,7 +53,11 @@ _COMMAND_WORDS = (
     "builtin_initialize", "private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
     "deriving", "declare_syntax_cat", "add_decl_doc", "export", "omit", "include", "termination_by",
     "decreasing_by", "where")
-_COMMAND_LINE = re.compile(r"^\s*(?:#[A-Za-z_]|@\[|(?:" + "|".join(_COMMAND_WORDS) + r")(?![\w'!?.]))")
+# `#` commands by name: `#s` alone is Mathlib's cardinality notation, not a command.
+_HASH_COMMANDS = ("eval", "print", "check", "reduce", "exit", "guard", "guard_msgs", "synth", "help",
+                  "lint", "find", "simp", "norm_num", "conv", "where", "time", "exit", "check_failure")
+_COMMAND = re.compile(r"(?<![\w'!?.«#])(?:#(?:" + "|".join(_HASH_COMMANDS) + r")(?![\w'])|@\[|(?:"
+                      + "|".join(_COMMAND_WORDS) + r")(?![\w'!?.»]))")
 _DECL = re.compile(r"(?<![\w'!?.])(theorem|lemma|example|def|abbrev)(?![\w'!?])")
 _NAME = re.compile(r"\s+(«[^»]*»(?:\.(?:«[^»]*»|[^\s(){}\[\]⦃⦄:,.«]+))*|[^\s(){}\[\]⦃⦄:,«]+)")
 _AXIOMS = re.compile(r"'(?P<name>[^']*)'\s+(?:depends\s+on\s+axioms:\s*\[(?P<list>[^\]]*)\]"
@@ -76,20 +81,19 @@ class Verdict:
 
 
 def tactic_text_problem(tactics: Sequence[str]) -> str | None:
-    """Why this tactic text could leave the `by` block it is placed in, or None. A tactic's
-    later lines keep their own indentation in the proof (`prover.env.proof_text`), so one
-    indented less than the block's column ends the proof; a line that starts with a command
-    keyword would be read as a new command."""
+    """Why this tactic text could leave the `by` block it is placed in, or None: it holds a
+    command keyword, where Lean would end the proof and read a command (see the module
+    docstring). Every line of a tactic is placed at the block's column or right of it, so no
+    line dedents out; a carriage return alone is refused, since the layout counts `\n` only."""
     for tac in tactics:
-        lines = tac.replace("\r\n", "\n").strip("\n").split("\n")
-        for i, line in enumerate(lines):
-            code = mask_non_code(line)
-            if not code.strip():
-                continue
-            if i > 0 and len(code) - len(code.lstrip()) < BLOCK_COLUMN:
-                return f"a line of the tactic leaves the proof block (indented less than {BLOCK_COLUMN}): {line.strip()[:80]!r}"
-            if _COMMAND_LINE.match(code):
-                return f"a line of the tactic starts a command: {line.strip()[:80]!r}"
+        text = tac.replace("\r\n", "\n")
+        if "\r" in text:
+            return "the tactic holds a carriage return, which the proof's layout does not count as a line"
+        code = mask_non_code(text)
+        m = _COMMAND.search(code)
+        if m is not None:
+            line = text[text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
+            return f"the tactic holds the command keyword `{m.group()}`, which would end the proof: {line[:80]!r}"
     return None
 
 
