@@ -238,6 +238,19 @@ def test_crash_restarts_then_the_run_goes_on(lean_repl, monkeypatch, tmp_path):
     session.close()
 
 
+def test_a_repl_past_its_memory_bound_is_restarted_and_the_states_rebuilt(lean_repl):
+    """The REPL process's own memory (lean-interact's measure) past env.repl.max_memory_gb:
+    restarted before the next tactic, and the state rebuilt by replaying its tactics."""
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"], max_memory_gb=1 / 1024))  # 1 MiB
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        two = env.run_tactic(env.initial_state, "apply And.intro")
+        one = env.run_tactic(two, "exact h1.left")
+        assert one.text == "case right\np q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ r"
+        assert env.failures == []
+    assert session.memory_restarts == session.restarts >= 2
+    session.close()
+
+
 def test_a_repl_that_keeps_dying_ends_the_theorem_only(lean_repl, monkeypatch):
     monkeypatch.setenv("FAKE_REPL_EXIT_ON", "apply h2")  # every time
     session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
