@@ -62,7 +62,7 @@ def test_every_real_record_gets_a_parseable_header_and_its_own_statement(real):
         for line in (ln for ln in gap.split("\n") if ln.strip()):
             words = line.split()
             assert set(words) <= MODIFIERS or (words[0] in IN_COMMANDS and words[-1] == "in"), (r["full_name"], line)
-        with_modifiers += bool(text[cut:kw].strip())
+        with_modifiers += bool(code[cut:kw].strip() or "/--" in text[cut:kw])
         # The statement ends where the signature ends: the proof follows, before LeanDojo's end.
         end = kw + len(statement) - sum(len(text[a:b]) + 1 for a, b in command_start(code, kw).in_prefixes)
         assert text[kw:end] == statement[len(statement) - (end - kw):], r["full_name"]
@@ -75,5 +75,6 @@ def test_every_real_record_gets_a_parseable_header_and_its_own_statement(real):
         restated, name = restate(statement)
         assert restated.count(name.rsplit(".", 1)[-1]) == 1 and len(restated) - len(statement) == len(name.rsplit(".", 1)[-1]) - len(r["full_name"].rsplit(".", 1)[-1])
         assert len(re.findall(r"(?m)^(?:theorem|lemma)\b|(?<=\s)(?:theorem|lemma)\s", mask_non_code(statement))) == 1
-    # Measured on this data (the count, 132, left out doc-comment-only records).
-    assert (with_modifiers, by_equations) == (164, 4)
+    # Measured on this data: a doc comment, attribute, modifier or `... in` before the keyword
+    # (an ordinary comment, on 8 more, is harmless either way); proved by equations.
+    assert (with_modifiers, by_equations) == (156, 4)
