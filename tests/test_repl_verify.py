@@ -5,7 +5,6 @@ The axioms answer's format is Lean's (src/Lean/Elab/Print.lean): `'NAME' depends
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

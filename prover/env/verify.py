@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prover.data.lean_text import mask_non_code
 from prover.env.proof_text import standalone_proof
@@ -73,7 +73,6 @@ class Verdict:
     axioms: tuple[str, ...] = ()
     native_decide_allowed: bool = False
     name: str | None = None  # the fresh name the statement was proved under
-    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "reason": self.reason, "axioms": list(self.axioms),
