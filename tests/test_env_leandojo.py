@@ -173,6 +173,15 @@ def test_sorry_and_admit_give_up_without_asking_lean(script):
     assert [c[2] for c in script.calls] == ["exact h_admit"]
 
 
+def test_a_tactic_with_a_command_keyword_is_refused_without_asking_lean(script):
+    """The verifier's text check (prover.env.verify) on the Dojo path too: text that would end
+    the proof and declare an axiom is a failed tactic, never sent."""
+    with LeanDojoEnv(Ref()) as env:
+        out = env.run_tactic(env.initial_state, "simp\naxiom cheat : False")
+        assert isinstance(out, TacticError) and "command keyword `axiom`" in out.message
+    assert script.calls == []
+
+
 def test_crash_restarts_the_dojo_and_rebuilds_the_state(script):
     script.crashes["boom"] = 1
     with LeanDojoEnv(Ref()) as env:

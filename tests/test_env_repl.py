@@ -5,6 +5,13 @@ A fake `lake` (tests/fake_repl/lake) is first on PATH: lean-interact starts `lak
 (tests/fake_repl/replay_repl.py), which answers only with what Lean answered to the same
 request on the same state. Process start, JSON framing, timeouts and restarts are
 lean-interact's own code; a request no transcript recorded makes the REPL exit (a crash).
+
+Every test that uses the `lean_repl` fixture runs twice: on the upstream REPL's transcripts
+(`lean-repl/<toolchain>/`) and on those of the fork that lean-interact builds
+(`lean-repl/fork-v1.3.18/<toolchain>/`, whose answers carry `proofStatus`). The three requests
+no transcript has (the heartbeat wrapper, the verifier's re-check under a fresh name, and
+`#print axioms`) are answered by the rules stated in tests/fake_repl/replay_repl.py; the
+axioms are the test's choice (`axioms=`), never Lean's.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ from prover.data.state import parse_state, render_state
 from prover.env.base import EnvCrash, GivenUp, ProofFinished, State, TacticError, Timeout
 from prover.env.repl_env import ReplEnv, ReplTarget, goals_text, target_from_source
 from prover.env.repl_session import InsufficientMemory, ReplConfig, ReplSession, memory_check
+from prover.env.verify import fresh_name
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.sources import NoPremises
 from tests.conftest import REPO
@@ -26,16 +34,27 @@ from tests.search_doubles import ScriptedTactics
 FAKE_BIN = REPO / "tests" / "fake_repl"
 
 
+DIALECTS = {"upstream": "", "fork": "fork-v1.3.18/"}
+
+
+@pytest.fixture(params=sorted(DIALECTS))
+def dialect(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def lean_repl(data_root, tmp_path, monkeypatch):
-    """`make(version, transcripts, **settings)`: a ReplConfig whose REPL replays those
-    transcripts (names relative to lean-repl/<version>/test/)."""
+def lean_repl(data_root, tmp_path, monkeypatch, dialect):
+    """`make(version, transcripts, axioms=None, **settings)`: a ReplConfig whose REPL replays
+    those transcripts (names relative to lean-repl/[fork-v1.3.18/]<version>/test/, by the
+    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists."""
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("FAKE_REPL_LOG", str(log))
 
-    def make(version: str, transcripts: list[str], **settings) -> ReplConfig:
-        base = data_root / "lean-repl" / version
+    def make(version: str, transcripts: list[str], axioms: list[str] | None = None, **settings) -> ReplConfig:
+        base = data_root / "lean-repl" / f"{DIALECTS[dialect]}{version}"
+        if axioms is not None:
+            monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms))
         paths = [str(base / "test" / f"{name}.in") for name in transcripts]
         monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", os.pathsep.join(paths))
         for folder in ("project", "repl"):
@@ -44,6 +63,7 @@ def lean_repl(data_root, tmp_path, monkeypatch):
         return ReplConfig(project=str(tmp_path / "project"), repl_path=str(tmp_path / "repl"), **settings)
 
     make.log = log
+    make.dialect = dialect
     return make
 
 
@@ -72,8 +92,9 @@ def test_states_have_leandojo_shape(lean_repl):
     session.close()
 
 
-def test_upstream_repl_at_v4_10_without_proof_status(lean_repl):
-    """LeanDojo Benchmark 4's toolchain: the upstream REPL sends no proofStatus; Mathlib import."""
+def test_repl_at_v4_10_with_mathlib(lean_repl):
+    """LeanDojo Benchmark 4's toolchain, Mathlib imported: the upstream REPL sends no
+    proofStatus there, the fork does."""
     session = ReplSession(lean_repl("v4.10.0-rc1", ["Mathlib/test/induction", "Mathlib/test/exact"]))
     with ReplEnv(ReplTarget("foo", "import Mathlib", "theorem foo (x : Nat) : x = x"), session) as env:
         cases = env.run_tactic(env.initial_state, "induction x")
@@ -87,16 +108,64 @@ def test_upstream_repl_at_v4_10_without_proof_status(lean_repl):
     session.close()
 
 
-def test_candidate_counts_after_the_whole_theorem_compiles(lean_repl):
-    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"]))
+def test_candidate_counts_after_the_full_check(lean_repl):
+    """A proof that completes and passes the full check: the asked statement re-proved under a
+    fresh name in the header's environment, then its axioms printed there."""
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"]))
     target = ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37")
     with ReplEnv(target, session) as env:
         same = env.run_tactic(env.initial_state, 'trace "37"')
         assert isinstance(same, State) and same.text == "⊢ f = 37"
-        assert isinstance(env.run_tactic(env.initial_state, "simp"), ProofFinished)
-    checks = [r for r in requests_sent(lean_repl.log) if r.get("cmd", "").startswith("example : f = 37 := by simp")]
-    assert checks == [{"cmd": "example : f = 37 := by simp", "env": 2}]  # in the header's environment
+        done = env.run_tactic(env.initial_state, "simp")
+        assert isinstance(done, ProofFinished)
+    fresh = fresh_name("example : f = 37")
+    assert done.check == {"ok": True, "reason": None, "axioms": ["propext"], "native_decide_allowed": False,
+                          "name": fresh}
+    sent = requests_sent(lean_repl.log)
+    assert sent[-2:] == [{"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2},  # the header's env
+                         {"cmd": f"#print axioms {fresh}", "env": sent[-1]["env"]}]
+    assert sent[-1]["env"] > 2  # the environment the re-check made
     session.close()
+
+
+@pytest.mark.parametrize("axioms, allow, reason", [
+    (["propext", "sorryAx"], False, "the proof depends on sorryAx"),
+    (["Lean.ofReduceBool"], False, "the proof depends on Lean.ofReduceBool (native_decide): not allowed "
+                                   "(env.repl.allow_native_decide=false)"),
+    (["Lean.ofReduceBool", "Lean.trustCompiler"], True, None),
+    (["propext", "cheat"], False, "the proof depends on axioms beyond Lean's standard ones: cheat"),
+])
+def test_axioms_decide_a_proof_lean_compiled(lean_repl, axioms, allow, reason):
+    """Lean compiled the proof, and its axioms still decide: sorryAx, an axiom of its own, and
+    native_decide's unless allowed; the result says which setting was in force."""
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=axioms, allow_native_decide=allow))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    if reason is None:
+        assert isinstance(out, ProofFinished) and out.check["native_decide_allowed"] is True
+        assert out.check["axioms"] == axioms
+    else:
+        assert out == TacticError(f"the REPL closed every goal, but the proof does not pass the check: {reason}")
+        assert [f.kind for f in env.failures] == ["rejected"]
+    session.close()
+
+
+def test_heartbeat_wrapping_leaves_states_and_ids_as_they_were(lean_repl):
+    """Each tactic goes to Lean under `set_option maxHeartbeats N in`; the answers, states and
+    ids are those of the tactic sent bare (max_heartbeats=0)."""
+    seen = {}
+    for limit in (0, 400000):
+        session = ReplSession(lean_repl("v4.24.0", ["proof_branching"], max_heartbeats=limit))
+        with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+            two = env.run_tactic(env.initial_state, "apply And.intro")
+            one = env.run_tactic(two, "exact h1.left")
+            seen[limit] = ([two, one], dict(env._repl_ids))
+        session.close()
+    assert seen[0] == seen[400000]
+    tactics = [r["tactic"] for r in requests_sent(lean_repl.log) if "tactic" in r]
+    assert tactics == ["apply And.intro", "exact h1.left",
+                       "set_option maxHeartbeats 400000 in\napply And.intro",
+                       "set_option maxHeartbeats 400000 in\nexact h1.left"]
 
 
 def test_no_goals_left_is_not_trusted(lean_repl):
@@ -114,7 +183,20 @@ def test_no_goals_left_is_not_trusted(lean_repl):
         assert [f.kind for f in env.failures] == ["rejected"]
     sent = requests_sent(lean_repl.log)
     assert not any("sorry" in r.get("tactic", "") for r in sent)  # never asked of Lean
-    assert sent[-1] == {"cmd": "example : 1 = 0 := by\n  cases 1\n  rfl\n  apply ?succ"}
+    fresh = fresh_name("example : 1 = 0")
+    assert sent[-1] == {"cmd": f"theorem {fresh} : 1 = 0 := by\n  cases 1\n  rfl\n  apply ?succ"}
+    session.close()
+
+
+def test_a_tactic_that_ends_the_by_block_is_never_sent(lean_repl):
+    """Text that would dedent out of the proof and declare an axiom is a failed tactic before
+    Lean sees it (in tactic mode the REPL would run it; in the check it would end the proof)."""
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        out = env.run_tactic(env.initial_state, "apply And.intro\naxiom cheat : False")
+        assert isinstance(out, TacticError) and "command keyword `axiom`" in out.message
+        assert isinstance(env.run_tactic(env.initial_state, "apply And.intro"), State)  # the REPL lives
+    assert not any("axiom" in r.get("tactic", "") + r.get("cmd", "") for r in requests_sent(lean_repl.log))
     session.close()
 
 
@@ -156,6 +238,19 @@ def test_crash_restarts_then_the_run_goes_on(lean_repl, monkeypatch, tmp_path):
     session.close()
 
 
+def test_a_repl_past_its_memory_bound_is_restarted_and_the_states_rebuilt(lean_repl):
+    """The REPL process's own memory (lean-interact's measure) past env.repl.max_memory_gb:
+    restarted before the next tactic, and the state rebuilt by replaying its tactics."""
+    session = ReplSession(lean_repl("v4.24.0", ["proof_branching"], max_memory_gb=1 / 1024))  # 1 MiB
+    with ReplEnv(ReplTarget("complex_and", statement=COMPLEX_AND), session) as env:
+        two = env.run_tactic(env.initial_state, "apply And.intro")
+        one = env.run_tactic(two, "exact h1.left")
+        assert one.text == "case right\np q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ r"
+        assert env.failures == []
+    assert session.memory_restarts == session.restarts >= 2
+    session.close()
+
+
 def test_a_repl_that_keeps_dying_ends_the_theorem_only(lean_repl, monkeypatch):
     monkeypatch.setenv("FAKE_REPL_EXIT_ON", "apply h2")  # every time
     session = ReplSession(lean_repl("v4.24.0", ["proof_branching"]))
@@ -172,10 +267,12 @@ def test_a_repl_that_keeps_dying_ends_the_theorem_only(lean_repl, monkeypatch):
 
 
 def test_best_first_search_on_real_answers(lean_repl):
-    session = ReplSession(lean_repl("v4.24.0", ["trace_simp", "app_type_mismatch", "app_type_mismatch2"]))
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp", "app_type_mismatch", "app_type_mismatch2"],
+                                    axioms=["propext"]))
     proved = best_first_search(ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session),
                                NoPremises(), ScriptedTactics({"⊢ f = 37": ['trace "37"', "simp"]}), SearchConfig(8))
     assert proved.status == "proved" and proved.proof == ["simp"] and proved.env == "repl"
+    assert proved.check["axioms"] == ["propext"] and proved.to_json()["check"]["native_decide_allowed"] is False
     assert proved.tree.outcomes == {"duplicate": 1, "proof": 1}
     session.close()
 
@@ -195,17 +292,32 @@ def test_goals_text_matches_leandojo():
     assert goals_text(["case a\n⊢ p", "case b\nh : q\n⊢ r\n"]) == "case a\n⊢ p\n\ncase b\nh : q\n⊢ r"
 
 
-def test_leandojo_record_opens_from_its_source(tmp_path):
+LEAN_SRC = ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic\n\n"
+            "namespace Foo\n\n/-- doc -/\ntheorem bar (h : (x := 1) = 1) :\n    1 = 1 := by\n  rfl\n\n"
+            "@[simp]\nlemma baz : 2 = 2 := rfl\n\n"
+            "/-- doc -/\n@[simp] private theorem qux : 3 = 3 := rfl\n\n"
+            "open Nat in\nset_option linter.unusedVariables false in\n/-- doc -/\nprotected theorem Foo.quux : 4 = 4 := rfl\n")
+
+
+@pytest.mark.parametrize("name, start, statement, chunks", [
+    ("Foo.bar", (8, 1), "theorem bar (h : (x := 1) = 1) :\n    1 = 1", 2),  # under a doc comment
+    ("Foo.baz", (12, 1), "lemma baz : 2 = 2", 3),  # under an attribute (a `lemma` starts there)
+    ("Foo.qux", (16, 17), "theorem qux : 3 = 3", 4),  # a doc comment, an attribute, `private`, same line
+    ("Foo.Foo.quux", (21, 11), "open Nat in\nset_option linter.unusedVariables false in\ntheorem Foo.quux : 4 = 4", 5),
+])
+def test_leandojo_record_header_ends_before_its_modifiers(tmp_path, name, start, statement, chunks):
+    """The header ends at the command boundary before the doc comment, attributes, modifiers
+    and `... in` commands (which Lean cannot parse dangling); the statement keeps the `in`s."""
     from prover.data.theorem import Theorem
-    src = ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic\n\n"
-           "namespace Foo\n\n/-- doc -/\ntheorem bar (h : (x := 1) = 1) :\n    1 = 1 := by\n  rfl\n")
     (tmp_path / "Foo").mkdir()
-    (tmp_path / "Foo" / "Bar.lean").write_text(src)
-    thm = Theorem("https://github.com/x/y", "abc", "Foo/Bar.lean", "Foo.bar", (8, 1), (10, 5), ())
-    target = target_from_source(thm, tmp_path)
-    assert target.header == ("import Mathlib.Data.Nat.Basic\n-- import Foo in a comment\nimport Mathlib.Order.Basic",
-                             "\n\nnamespace Foo\n\n/-- doc -/\n")
-    assert target.statement == "theorem bar (h : (x := 1) = 1) :\n    1 = 1"
+    (tmp_path / "Foo" / "Bar.lean").write_text(LEAN_SRC)
+    target = target_from_source(Theorem("https://github.com/x/y", "abc", "Foo/Bar.lean", name, start, start, ()),
+                                tmp_path)
+    assert target.header[:2] == ("import Mathlib.Data.Nat.Basic\nimport Mathlib.Order.Basic", "\n\nnamespace Foo")
+    assert len(target.header) == chunks  # the file's commands, cut at each declaration
+    imports_end = LEAN_SRC.index("\n\nnamespace")
+    assert LEAN_SRC[imports_end:].startswith("".join(target.header[1:]))
+    assert target.statement == statement
 
 
 def test_memory_check_names_both_numbers():

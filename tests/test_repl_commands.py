@@ -156,7 +156,41 @@ def test_recheck_before_writing(tmp_path):
         errors = [{"severity": "error", "data": "unknown tactic"}] if "bad" in text else []
         return {"env": 0, "messages": errors, "sorries": [{"goal": "g"}] * text.count("sorry")}
 
-    counts = recheck_files_in_repl(attempts, tmp_path, run_file)
+    printed = []
+
+    def command(cmd, env=None):  # `#print axioms` in the file's environment (Lean's format)
+        printed.append(cmd)
+        return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [propext]"}]}
+
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
     assert counts == {CHECKED: 1, REJECTED: 1, "unchecked": 0}
     assert [a.check for a in attempts] == [CHECKED, REJECTED] and attempts[1].status == "error"
+    assert printed[-1] == "#print axioms a"
     assert not list(tmp_path.glob(".prover-check-*"))
+
+
+def test_recheck_before_writing_refuses_sorry_axioms_and_escaping_text(tmp_path):
+    """The verifier's file check on the prove-sorries path: a proof whose declaration depends
+    on sorryAx once no sorry is left, and a proof whose text leaves its `by` block (never
+    sent to Lean), are not patched."""
+    from prover.sorries.check import CHECKED, REJECTED, recheck_files_in_repl
+    from prover.sorries.find import find_sorries
+    from prover.sorries.prove import SorryAttempt
+    (tmp_path / "A.lean").write_text("theorem a : 1 = 1 := by sorry\n")
+    (tmp_path / "B.lean").write_text("theorem b : 2 = 2 := by sorry\n")
+    found = find_sorries(tmp_path)
+    attempts = [SorryAttempt(found[0], "proved", proof=["exact cheat"]),
+                SorryAttempt(found[1], "proved", proof=["rfl\naxiom cheat : False"])]
+    files = []
+
+    def run_file(path):
+        files.append(path.read_text())
+        return {"env": 0, "messages": [], "sorries": [{"goal": "g"}] * path.read_text().count("sorry")}
+
+    def command(cmd, env=None):
+        return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [sorryAx]"}]}
+
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
+    assert counts == {CHECKED: 0, REJECTED: 2, "unchecked": 0}
+    assert "command keyword `axiom`" in attempts[1].reason
+    assert not any("axiom cheat" in f for f in files)

@@ -447,3 +447,36 @@ def test_trace_through_the_real_session_on_the_fake_repl(data_root, tmp_path, mo
     [h] = [r for r in split_records(out).values() if r["file_path"] == "P/File2.lean" and r["full_name"] == "h"]
     assert h["traced_tactics"][0]["annotated_tactic"][0] == "rw [Nat.add_assoc, Nat.add_comm y, <a>h1</a>]"
 
+
+
+@pytest.mark.parametrize("folder, name", [
+    ("v4.24.0", "all_tactics"), ("v4.24.0", "all_tactics-20250622"),
+    ("fork-v1.3.18/v4.24.0", "all_tactics"), ("fork-v1.3.18/v4.24.0", "all_tactics-20250622"),
+    ("fork-v1.3.18/v4.10.0-rc1", "all_tactics"), ("v4.10.0-rc1", "all_tactics"),
+])
+def test_premises_from_the_constants_real_repl_answers_used(folder, name):
+    """The used constants here are the REPL's own (`usedConstants` of the all_tactics
+    transcripts), not LeanDojo's premises: `have t := 37` used Nat, OfNat.ofNat and
+    instOfNatNat (and letFun at v4.10), which its text does not name, so nothing is annotated and the three are
+    counted as used but not named; `exact t` / `exact hp` used no constant. The fork sends
+    usedConstants at LeanDojo's toolchain (v4.10.0-rc1) too; the upstream REPL there does not,
+    and the tracer falls back to names in the text."""
+    cmd = requests(name, folder)[0]["cmd"]
+    answer = answers(name, folder)[0]
+    f = LeanFile.scan(cmd, "Test/All.lean")
+    skipped: Counter = Counter()
+    steps = parse_steps(f, answer, skipped)
+    assert skipped == Counter() and [cmd[s.start:s.end] for s in steps] == [t["tactic"] for t in answer["tactics"]]
+    index = PremiseIndex({n: [("Init/Prelude.lean", [1, 1], [1, 2])] for n in ("Nat", "OfNat.ofNat", "instOfNatNat")})
+    stats: Counter = Counter()
+    decl = f.declarations[0]
+    out = [annotate(cmd[s.start:s.end], s.used, decl, index, stats, f.path) for s in steps]
+    assert out == [(cmd[s.start:s.end], []) for s in steps]  # nothing named in the text
+    if folder == "v4.10.0-rc1":
+        assert [s.used for s in steps] == [None, None] and stats["used_constants"] == 0
+    elif name == "all_tactics":  # at v4.10 `have` elaborated to `letFun`, in no corpus here
+        extra = {"letFun"} if "v4.10" in folder else set()
+        assert [s.used for s in steps] == [{"instOfNatNat", "Nat", "OfNat.ofNat"} | extra, set()]
+        assert (stats["used_constants"], stats["used_in_corpus"], stats["used_in_corpus_not_named"]) == (3 + len(extra), 3, 3)
+    else:
+        assert [s.used for s in steps] == [set()] and stats["used_constants"] == 0

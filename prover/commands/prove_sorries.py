@@ -114,7 +114,8 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
         def make_env(s):
             file = root / s.file
             source = file.read_bytes()
-            return ReplEnv(ReplTarget(s.label, file=str(file.resolve()), position=(s.line, s.column)), session,
+            return ReplEnv(ReplTarget(s.label, file=str(file.resolve()), position=(s.line, s.column), decl=s.name),
+                           session,
                            patch_file=lambda tactics: apply_patches(source, [make_patch(s, tactics)]))
     elif cfg.env.name == "leandojo":
         # Before any long work: the lakefile at the git root, and every file committed (LeanDojo
@@ -182,7 +183,7 @@ def project_folder(start: Path) -> Path:
 def recheck_in_repl(attempts: list, root: Path, session) -> str:
     """Each file with its proofs in place must elaborate in the REPL before it is patched."""
     from prover.sorries.check import CHECKED, REJECTED, recheck_files_in_repl
-    n = recheck_files_in_repl(attempts, root, session.file)
+    n = recheck_files_in_repl(attempts, root, session.file, session.command, session.cfg.allow_native_decide)
     if not n[CHECKED] + n[REJECTED]:
         return "no proof to re-check in the REPL"
     return (f"re-checked in the REPL, each file with its proofs in place: {n[CHECKED]} accepted, "

@@ -33,34 +33,37 @@ def _string_end(text: str, i: int) -> int:
     return n
 
 
+_COMMENT_MARK = re.compile(r"/-|-/")
+# Where something to blank may start: a comment, a string, a raw string or a char literal.
+_CANDIDATE = re.compile(r"--|/-|\"|r#*\"|'")
+_NEWLINES = re.compile(r"[^\r\n]")
+
+
 def _block_comment_end(text: str, i: int) -> int:
     """Index just past the `-/` closing the comment opened at `i` (nesting counted)."""
-    depth, j, n = 0, i, len(text)
-    while j < n:
-        if text.startswith("/-", j):
+    depth, n = 0, len(text)
+    for m in _COMMENT_MARK.finditer(text, i):
+        if m.start() < i:
+            continue
+        if m.group() == "/-":
             depth += 1
-            j += 2
-        elif text.startswith("-/", j):
-            depth -= 1
-            j += 2
-            if depth == 0:
-                return j
         else:
-            j += 1
+            depth -= 1
+            if depth == 0:
+                return m.end()
     return n
 
 
 def mask_non_code(text: str) -> str:
     """`text` with comments, strings and char literals replaced by spaces, newlines kept."""
-    out = list(text)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, b):
-            if out[k] not in "\r\n":
-                out[k] = " "
-
-    i, n = 0, len(text)
+    out: list[str] = []
+    i = done = 0
+    n = len(text)
     while i < n:
+        m = _CANDIDATE.search(text, i)  # jump to the next place a literal or comment may start
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         after_ident = i > 0 and is_ident_char(text[i - 1])
         if text.startswith("--", i):
@@ -79,6 +82,8 @@ def mask_non_code(text: str) -> str:
         else:
             i += 1
             continue
-        blank(i, j)
-        i = j
+        out.append(text[done:i])
+        out.append(_NEWLINES.sub(" ", text[i:j]))
+        done = i = j
+    out.append(text[done:])
     return "".join(out)

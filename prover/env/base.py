@@ -31,6 +31,9 @@ class ProofFinished:
     """The tactic closed the last goal."""
 
     message: str = ""
+    # The verifier's verdict where the env checks proofs (the REPL: `prover.env.verify`):
+    # the axioms Lean listed and whether native_decide was allowed. None: not checked here.
+    check: dict | None = None
 
 
 @dataclass(frozen=True)

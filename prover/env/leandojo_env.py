@@ -238,6 +238,10 @@ class LeanDojoEnv(ProofEnv):
             raise ValueError(f"state {state.id} was not made by this env")
         if contains_sorry(tactic):
             return GivenUp()  # Lean would answer ProofGivenUp; no need to ask it
+        from prover.env.verify import tactic_text_problem
+        problem = tactic_text_problem([tactic])
+        if problem is not None:  # the verifier's text check: Dojo's file round trip would run it
+            return TacticError(problem)
         ld = _lean_dojo()
         for attempt in range(self.config.max_restarts + 1):
             try:

@@ -17,19 +17,24 @@ What a tactic's answer means (both REPL dialects: the fork lean-interact builds 
 - goals left: a new state;
 - no goals and no error: a *candidate*. The REPL can accept tactic-mode proofs that do not
   compile (REPL issue #44; `self_proof_*` in its tests), and a proofStatus is not sent by
-  every version, so a candidate counts only after the whole theorem (statement and the found
-  tactics, no sorry) elaborates as one command in the header's environment with no error and
-  no sorry warning; for a file's sorry, the file with the proof in place must elaborate with
-  no error and one sorry fewer. A rejected candidate is a failed tactic, with Lean's error.
-- no answer within `timeout`: lean-interact kills the REPL; the tactic is a timeout and the
-  next call restarts the REPL. A crash (or an out-of-memory kill) restarts it and retries
+  every version, so a candidate counts only after `prover.env.verify` accepts it: the asked
+  statement proved under a fresh name in the header's environment, no error, no sorry, and
+  `#print axioms` listing Lean's standard axioms only. For a file's sorry, the file with the
+  proof in place must elaborate with no error and one sorry fewer, and its declaration's
+  axioms are checked the same way. A rejected candidate is a failed tactic, with the reason.
+- tactic text that could leave a `by` block (`verify.tactic_text_problem`) is a failed tactic,
+  never sent to Lean.
+- each tactic is sent as `set_option maxHeartbeats N in` the tactic (`env.repl.max_heartbeats`):
+  a runaway tactic gets Lean's heartbeat error, a failed tactic, and the REPL lives.
+- no answer within `timeout` (the last resort): lean-interact kills the REPL; the tactic is a
+  timeout and the next call restarts the REPL. A crash (or an out-of-memory kill) restarts it and retries
   once; a second crash ends this theorem as an environment failure. The run always goes on.
+- a REPL past `env.repl.max_memory_gb` is restarted before the next theorem or tactic.
 After a restart every id is gone: a state is rebuilt by replaying the tactics that made it.
 """
 from __future__ import annotations
 
 import logging
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,11 +57,10 @@ from prover.env.base import (
     contains_sorry,
     normalize_ws,
 )
-from prover.env.repl_session import (HeaderError, ReplDied, ReplSession, ReplTimeout,
-                                     error_messages, uses_sorry)
-from prover.data.lean_text import mask_non_code
+from prover.env.repl_session import HeaderError, ReplDied, ReplSession, ReplTimeout, error_messages
 from prover.env.leandojo_env import TheoremRef
-from prover.env.proof_text import standalone_proof
+from prover.env.source_target import target_parts
+from prover.env.verify import Verdict, axioms_verdict, check_proof, tactic_text_problem
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,7 @@ class ReplTarget:
     statement: str = ""  # `theorem NAME binders : type`, without `:=`
     file: str | None = None  # a project file: its sorry at `position` is the root
     position: tuple[int, int] | None = None  # (line 1-based, column 0-based), the REPL's convention
+    decl: str | None = None  # a file target's declaration (full name), whose axioms are checked
 
     def __post_init__(self) -> None:
         if isinstance(self.header, str):  # one command, as MiniF2F records have it
@@ -130,6 +135,7 @@ class ReplEnv(ProofEnv):
         self._parents.clear()
         self._live.dead = None
         cfg = self.session.cfg
+        self.session.restart_if_over_memory()  # between theorems: nothing live to rebuild
         for attempt in range(cfg.max_restarts + 1):
             try:
                 self._texts[0] = self._open_root()
@@ -186,10 +192,14 @@ class ReplEnv(ProofEnv):
             raise ValueError(f"state {state.id} was not made by this env")
         if contains_sorry(tactic):
             return GivenUp()  # it would close any goal; never asked of Lean
+        problem = tactic_text_problem([tactic])
+        if problem is not None:
+            return TacticError(problem)  # it could end the proof it is placed in; never asked of Lean
         cfg = self.session.cfg
+        self.session.restart_if_over_memory()  # the states this theorem needs are rebuilt by _repl_id
         for attempt in range(cfg.max_restarts + 1):
             try:
-                answer = self.session.step(self._repl_id(state.id), tactic)
+                answer = self.session.step(self._repl_id(state.id), self._wrap(tactic))
                 return self._convert(answer, state.id, tactic)
             except ReplTimeout as e:
                 message = f"tactic exceeded {cfg.timeout:g}s ({e})"
@@ -212,12 +222,16 @@ class ReplEnv(ProofEnv):
             self._repl_ids[sid] = answer["proofState"]
             return State(self._texts[sid], sid)
         proof = self._path(parent) + [tactic]
-        rejected = self._check(proof)
-        if rejected is not None:
-            self._record("rejected", rejected, tactic)
-            return TacticError(f"the REPL closed every goal, but the whole theorem does not "
-                               f"compile: {rejected}")
-        return ProofFinished(answer.get("proofStatus", ""))
+        verdict = self._check(proof)
+        if not verdict.ok:
+            self._record("rejected", verdict.reason or "", tactic)
+            return TacticError(f"the REPL closed every goal, but the proof does not pass the "
+                               f"check: {verdict.reason}")
+        return ProofFinished(answer.get("proofStatus", ""), verdict.to_json())
+
+    def _wrap(self, tactic: str) -> str:
+        """The tactic as sent: under a heartbeat limit, so Lean stops it with an error."""
+        return heartbeat_wrapped(tactic, self.session.cfg.max_heartbeats)
 
     def _path(self, sid: int) -> list[str]:
         out = []
@@ -226,24 +240,18 @@ class ReplEnv(ProofEnv):
             out.append(tactic)
         return out[::-1]
 
-    def _check(self, tactics: list[str]) -> str | None:
-        """Lean's objection to the whole proof, or None when it compiles with no sorry."""
+    def _check(self, tactics: list[str]) -> Verdict:
+        """The verifier's verdict on the whole proof (`prover.env.verify`)."""
         t, s = self.target, self.session
         if t.file is not None:
             return self._check_file(tactics)
         env = s.header_env(t.header)  # the same id unless the REPL restarted since opening
-        answer = s.command(f"{t.statement} := {standalone_proof(tactics)}", env=env,
-                           timeout=s.cfg.check_timeout)
-        errors = error_messages(answer)
-        if errors:
-            return errors[0]
-        if uses_sorry(answer) or answer.get("sorries"):
-            return "the proof uses sorry"
-        return None
+        return check_proof(s.command, env, t.statement, tactics, s.cfg.allow_native_decide,
+                           s.cfg.check_timeout)
 
-    def _check_file(self, tactics: list[str]) -> str | None:
-        return check_patched_file(self.session.file, Path(self.target.file), self.patch_file(tactics),
-                                  self._file_sorries - 1)
+    def _check_file(self, tactics: list[str]) -> Verdict:
+        return check_file_proof(self.session, Path(self.target.file), self.patch_file(tactics),
+                                self._file_sorries - 1, self.target.decl, tactics)
 
     def _repl_id(self, sid: int) -> int:
         """The REPL's id of our state `sid` in the current process; after a restart, the
@@ -259,7 +267,7 @@ class ReplEnv(ProofEnv):
         for node in reversed(path):
             parent, tactic = self._parents[node]
             try:
-                answer = self.session.step(self._repl_ids[parent], tactic)
+                answer = self.session.step(self._repl_ids[parent], self._wrap(tactic))
             except ReplTimeout as e:
                 raise _Rebuild(f"timed out rebuilding state {node} after a restart") from e
             goals = answer.get("goals") or []
@@ -280,11 +288,19 @@ class ReplEnv(ProofEnv):
         raise EnvCrash(message)
 
 
-def check_patched_file(run_file: Callable[[Path], dict], path: Path, patched: bytes,
-                       sorries_left: int) -> str | None:
-    """Lean's objection to `path` with the content `patched`, or None when it elaborates with no
-    error and exactly `sorries_left` sorries. It is elaborated from a temporary copy beside the
-    file (same folder, so the same project), removed afterwards; `run_file` runs a FileCommand."""
+def heartbeat_wrapped(tactic: str, max_heartbeats: int) -> str:
+    """`set_option maxHeartbeats N in` the tactic (Lean's tactic-level `set_option ... in`,
+    whose body is a tactic sequence: the tactic goes on the next line at its own columns, so
+    a multi-line tactic keeps its layout). 0: the tactic as it is."""
+    return f"set_option maxHeartbeats {max_heartbeats} in\n{tactic}" if max_heartbeats else tactic
+
+
+def patched_file_answer(run_file: Callable[[Path], dict], path: Path, patched: bytes,
+                        sorries_left: int) -> tuple[str | None, dict]:
+    """(Lean's objection to `path` with the content `patched`, or None when it elaborates with
+    no error and exactly `sorries_left` sorries; Lean's answer). It is elaborated from a
+    temporary copy beside the file (same folder, so the same project), removed afterwards;
+    `run_file` runs a FileCommand."""
     with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=path.parent, prefix=".prover-check-",
                                      delete=False) as f:
         f.write(patched)
@@ -294,55 +310,51 @@ def check_patched_file(run_file: Callable[[Path], dict], path: Path, patched: by
         Path(f.name).unlink(missing_ok=True)
     errors = error_messages(answer)
     if errors:
-        return errors[0]
+        return errors[0], answer
     if len(answer.get("sorries", [])) != sorries_left:
-        return f"{len(answer.get('sorries', []))} sorries left, not {sorries_left}"
-    return None
+        return f"{len(answer.get('sorries', []))} sorries left, not {sorries_left}", answer
+    return None, answer
+
+
+def check_patched_file(run_file: Callable[[Path], dict], path: Path, patched: bytes,
+                       sorries_left: int) -> str | None:
+    """Lean's objection to the patched file (`patched_file_answer`), or None."""
+    return patched_file_answer(run_file, path, patched, sorries_left)[0]
+
+
+def check_file_proof(session: ReplSession, path: Path, patched: bytes, sorries_left: int,
+                     decl: str | None, tactics: list[str]) -> Verdict:
+    """The verdict on proofs patched into a project file: their text (`tactic_text_problem`),
+    the file with no error and `sorries_left` sorries, and `#print axioms` of `decl` in the
+    file's environment. Weaker than a statement's check, and said so in the README: the
+    declaration keeps the file's own statement (no fresh name is needed: the file is the
+    reference), and while the file still has sorries `sorryAx` cannot be told apart from the
+    other sorries of the same declaration, so it is allowed then."""
+    native = session.cfg.allow_native_decide
+    problem = tactic_text_problem(tactics)
+    if problem is not None:
+        return Verdict(False, problem, native_decide_allowed=native)
+    reason, answer = patched_file_answer(session.file, path, patched, sorries_left)
+    if reason is not None:
+        return Verdict(False, reason, native_decide_allowed=native, name=decl)
+    if decl is None or "env" not in answer:  # an example: the file check is all there is
+        return Verdict(True, None, native_decide_allowed=native, name=decl)
+    printed = session.command(f"#print axioms {decl}", env=answer["env"], timeout=session.cfg.check_timeout)
+    return axioms_verdict(printed, decl, native, ("sorryAx",) if sorries_left else ())
 
 
 def _pos(pos: dict | None) -> tuple[int, int] | None:
     return (pos["line"], pos["column"]) if pos else None
 
 
-_IMPORT_LINE = re.compile(r"^import\s+\S.*$", re.MULTILINE)
-
-
 def target_from_source(theorem: TheoremRef, project: str | Path | None) -> ReplTarget:
-    """A LeanDojo record as the REPL opens it: its file in `project` up to the theorem is the
-    header (the imports one command, the rest another, so theorems share the imports'
-    elaboration), and the declaration up to its first top-level `:=` is the statement."""
+    """A LeanDojo record as the REPL opens it, from its file in `project`: the header ends at
+    the command boundary before the theorem's modifiers, cut into the file's commands so the
+    theorems of one file share them, and the statement ends where the signature ends
+    (`prover.env.source_target`)."""
     if not project:
         raise EnvInitError(f"repl: {theorem.full_name} has no header and statement of its own; set "
                            f"env.repl.project to the checkout of {theorem.url} at {theorem.commit}")
     path = Path(project).expanduser() / theorem.file_path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise EnvInitError(f"repl: cannot read {path}: {e}") from e
-    lines = text.split("\n")
-    line, column = theorem.start  # 1-based, as LeanDojo records them
-    if not 1 <= line <= len(lines):
-        raise EnvInitError(f"repl: {theorem.full_name} starts at line {line}, past the end of {path}")
-    start = sum(len(ln) + 1 for ln in lines[:line - 1]) + column - 1
-    code = mask_non_code(text)
-    end = _top_level_assign(code, start)
-    if end is None:
-        raise EnvInitError(f"repl: no `:=` after the statement of {theorem.full_name} in {path}")
-    header = text[:start]
-    imports_end = max((m.end() for m in _IMPORT_LINE.finditer(mask_non_code(header))), default=0)
-    chunks = tuple(c for c in (header[:imports_end], header[imports_end:]) if c.strip())
-    return ReplTarget(theorem.full_name, chunks, text[start:end].rstrip())
-
-
-def _top_level_assign(code: str, start: int) -> int | None:
-    """Index of the first `:=` after `start` outside brackets (`(x := 1)` is an argument)."""
-    depth = 0
-    for i in range(start, len(code) - 1):
-        c = code[i]
-        if c in "([{⦃⟨":
-            depth += 1
-        elif c in ")]}⦄⟩":
-            depth -= 1
-        elif c == ":" and code[i + 1] == "=" and depth == 0:
-            return i
-    return None
+    header, statement = target_parts(path, theorem.start[0], theorem.start[1], theorem.full_name)
+    return ReplTarget(theorem.full_name, header, statement)

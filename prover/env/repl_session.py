@@ -51,7 +51,26 @@ class ReplConfig:
     # Memory one REPL holds: about 1 GiB bare, several GiB once Mathlib is imported. Used to
     # refuse a run whose workers cannot fit on the machine, and as each worker's Ray memory.
     memory_gb: float = 8.0
-    memory_hard_limit_mb: int | None = None  # lean-interact's RLIMIT_AS on the REPL (null: none)
+    # A REPL whose memory (its process tree's resident set) passes this is restarted between
+    # two requests, and what the theorem needs (header environments, its proof states) is
+    # rebuilt on demand. The REPL never frees an environment or a proof state, so without it
+    # a worker grows for the whole run. null: memory_gb.
+    max_memory_gb: float | None = None
+    # lean-interact applies this as RLIMIT_AS, an address-space limit: Mathlib's .olean files
+    # are memory-mapped (several GiB at LeanDojo's commit, more since) and Lean reserves
+    # address space it never touches, so any limit low enough to bound real memory makes
+    # `import Mathlib` fail. Default null (no limit): memory is bounded by max_memory_gb's
+    # restarts instead. Set it only as a last guard, well above the mapped library.
+    memory_hard_limit_mb: int | None = None
+    # Each tactic runs under `set_option maxHeartbeats N in`, so Lean itself stops a runaway
+    # tactic with an error and the REPL lives (MiniF2F's header sets maxHeartbeats 0, which
+    # leaves only the wall-clock `timeout`, which kills the REPL). Twice Lean's default of
+    # 200000; 0: no wrapping. Which limit a Lean version applies in the REPL's tactic mode is
+    # not checked here without Lean (REPL issue #69: Lean's default there, before lean4#8646).
+    max_heartbeats: int = 400000
+    # Whether a proof may depend on Lean.ofReduceBool / Lean.trustCompiler (`native_decide`):
+    # they trust the compiler, not the kernel. Every verdict records the setting in force.
+    allow_native_decide: bool = False
     # How a theorem's root goal is opened: `:= by sorry` or `:= sorry` (both give its goal).
     root: str = "by sorry"
 
@@ -61,6 +80,19 @@ class ReplConfig:
         for key in ("timeout", "startup_timeout", "check_timeout", "memory_gb"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"env.repl.{key} must be positive, not {getattr(self, key)}")
+        if self.max_memory_gb is not None and self.max_memory_gb <= 0:
+            raise ValueError(f"env.repl.max_memory_gb must be positive or null, not {self.max_memory_gb}")
+        if self.max_heartbeats < 0:
+            raise ValueError(f"env.repl.max_heartbeats must be 0 (off) or positive, not {self.max_heartbeats}")
+        if self.memory_hard_limit_mb is not None and self.memory_hard_limit_mb < 1024 * self.memory_limit_gb:
+            raise ValueError(f"env.repl.memory_hard_limit_mb ({self.memory_hard_limit_mb}) is an address-space "
+                             f"limit below the restart bound ({self.memory_limit_gb:g} GiB): Lean would fail "
+                             f"before it restarts; raise it or set it to null")
+
+    @property
+    def memory_limit_gb(self) -> float:
+        """The resident memory past which the REPL is restarted."""
+        return self.max_memory_gb if self.max_memory_gb is not None else self.memory_gb
 
 
 class ReplUnavailable(RuntimeError):
@@ -118,14 +150,34 @@ def prepare(cfg: ReplConfig) -> ReplConfig:
     return replace(cfg, repl_path=li_cfg.cache_repl_dir)
 
 
+def build_lock_path() -> Path:
+    """The node-wide lock file that orders REPL builds (one per user's cache)."""
+    folder = Path("~/.cache/lean-premise-prover").expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "repl-build.lock"
+
+
 def on_this_node(cfg: ReplConfig) -> ReplConfig:
     """`cfg` with a REPL checkout present on this machine. The driver builds the REPL once
     (`prepare`); a Ray worker on another node of a cluster does not see that folder, so it
-    fetches and builds its own there, once per node (lean-interact holds a file lock)."""
+    fetches and builds its own there, once per node: the workers of a node take one file lock
+    in turn, the first builds, and the others find its build (recorded beside the lock) and
+    start from it. lean-interact's own locks cover its cache folders, not a `lake build` that
+    several workers would start at once."""
     if cfg.repl_path and Path(cfg.repl_path).expanduser().is_dir():
         return cfg
-    log.warning("repl: %s is not on this node; building the REPL here", cfg.repl_path)
-    return prepare(replace(cfg, repl_path=None))
+    from filelock import FileLock
+    lock = build_lock_path()
+    built = lock.with_suffix(".built.json")
+    with FileLock(str(lock), timeout=cfg.startup_timeout * 4):
+        done = json.loads(built.read_text()) if built.exists() else {}
+        key = f"{Path(cfg.project or '').expanduser()}|{cfg.repl_rev}"
+        if done.get(key) and Path(done[key]).is_dir():
+            return replace(cfg, repl_path=done[key])
+        log.warning("repl: %s is not on this node; building the REPL here", cfg.repl_path)
+        ready = prepare(replace(cfg, repl_path=None))
+        built.write_text(json.dumps({**done, key: ready.repl_path}))
+        return ready
 
 
 class ReplSession:
@@ -135,6 +187,7 @@ class ReplSession:
         self.cfg = cfg
         self.generation = 0  # restarts so far: ids handed out before one are gone
         self.restarts = 0
+        self.memory_restarts = 0  # of which for passing cfg.memory_limit_gb
         self._server: Any = None
         self._headers: dict[tuple[str, ...], int] = {}
         self._files: dict[tuple[str, str], dict] = {}  # (path, content hash) -> its answer
@@ -167,6 +220,24 @@ class ReplSession:
 
     def memory_mb(self) -> float:
         return self._server.get_memory_usage() if self._server is not None else 0.0
+
+    def restart_if_over_memory(self) -> bool:
+        """Restart a REPL past `cfg.memory_limit_gb` (call it where no request is in flight).
+        What lean-interact's AutoLeanServer does in `run`, which we cannot call (its pydantic
+        answers need the fork's `proofStatus`): after the restart every id is gone, and, as
+        its ReplaySessionCache, what is needed is rebuilt by replaying it, on demand: headers
+        by `header_env`, proof states by `ReplEnv` (unpickling an environment would not be
+        cheaper: it imports its modules again)."""
+        if self._server is None:
+            return False
+        used = self.memory_mb()
+        if used <= self.cfg.memory_limit_gb * 1024:
+            return False
+        log.warning("repl: %.0f MiB past env.repl.max_memory_gb (%g GiB); restarting the REPL",
+                    used, self.cfg.memory_limit_gb)
+        self.memory_restarts += 1
+        self.restart()
+        return True
 
     # -- requests --------------------------------------------------------------------------
 
@@ -283,9 +354,15 @@ def memory_check(workers: int, cfg: ReplConfig, available_gib: float | None = No
 @contextmanager
 def open_file_runner(project: str | Path, cfg: ReplConfig | None = None) -> Iterator[Callable[[Path], dict]]:
     """`run_file(path)`: a FileCommand with `allTactics` in a REPL started in `project` (the
-    REPL is built once first), for tracing a project without lean-dojo."""
+    REPL is built once first), for tracing a project without lean-dojo. Between two files a
+    REPL past `memory_limit_gb` is restarted (it keeps every file's environment otherwise)."""
     session = ReplSession(prepare(replace(cfg or ReplConfig(), project=str(project))))
+
+    def run_file(path: Path) -> dict:
+        session.restart_if_over_memory()
+        return session.file(path, all_tactics=True)
+
     try:
-        yield lambda path: session.file(path, all_tactics=True)
+        yield run_file
     finally:
         session.close()

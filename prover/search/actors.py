@@ -139,7 +139,8 @@ class ProverWorker:
         out = {**_process_info(), "worker": self.worker_id, "expansions": self.expansions,
                "theorems": self.theorems}
         if self.session is not None:
-            out.update(repl_restarts=self.session.restarts, repl_mib=round(self.session.memory_mb(), 1))
+            out.update(repl_restarts=self.session.restarts, repl_memory_restarts=self.session.memory_restarts,
+                       repl_mib=round(self.session.memory_mb(), 1))
         return out
 
 

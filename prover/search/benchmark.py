@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import deque
 from dataclasses import replace
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from prover.search.components import (env_spec, generator_spec, require_env,
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
 from prover.search.settings import EnvSettings, as_object, resume_settings, run_name
+from prover.search.file_queue import FileQueue
 from prover.search.theorems import ProofTask, load_tasks
 from prover.utils.progress import progress_bar
 from prover.utils.runinfo import git_commit, machine
@@ -74,7 +74,7 @@ class Dispatcher:
     def run(self, tasks: list[ProofTask], progress: bool = True, already_done: int = 0) -> None:
         import ray
         from ray.exceptions import RayActorError, RayTaskError
-        pending = deque((t, 1) for t in tasks)
+        pending = FileQueue((t, 1) for t in tasks)  # a file's theorems to one worker, in order
         idle = list(self.alive)
         proved = 0
         t0 = time.perf_counter()
@@ -84,7 +84,7 @@ class Dispatcher:
             while pending or self.in_flight:
                 while idle and pending:
                     worker = idle.pop()
-                    task, attempt = pending.popleft()
+                    task, attempt = pending.pop_for(worker)
                     self.in_flight[worker.prove.remote(task, attempt)] = (worker, task, attempt)
                     if self.hooks.on_dispatch is not None:
                         self.hooks.on_dispatch(task, worker, attempt)
@@ -127,10 +127,10 @@ class Dispatcher:
         self.recorded += 1
         self.expansions += record.get("expansions", 0)
 
-    def _retry_or_give_up(self, pending: deque, task: ProofTask, attempt: int, message: str) -> None:
+    def _retry_or_give_up(self, pending: FileQueue, task: ProofTask, attempt: int, message: str) -> None:
         if attempt < self.max_attempts:
             self.retries += 1
-            pending.appendleft((task, attempt + 1))  # next free worker takes it first
+            pending.push_front(task, attempt + 1)  # next free worker takes it first
             return
         self._record(lost_record(task, self.env, self.retriever, attempt,
                                  f"gave up after {attempt} attempts; last: {message}"))

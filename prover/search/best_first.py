@@ -94,6 +94,7 @@ class SearchResult:
     times: SearchTimes = field(default_factory=SearchTimes)
     tree: TreeStats = field(default_factory=TreeStats)
     env_failures: list[dict] = field(default_factory=list)  # crashes/timeouts the env reported
+    check: dict | None = None  # the proof's verdict, where the env checks proofs (ProofFinished.check)
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -212,6 +213,7 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
                     tree.tactics_tried += 1
                 if isinstance(outcome, ProofFinished):
                     outcomes["proof"] += 1
+                    result.check = outcome.check
                     result.proof = node.path() + [s.tactic]
                     tree.proof_depth = node.depth + 1
                     raise _Stop(PROVED)

@@ -4,6 +4,9 @@ Dojo ran the tactics one at a time, under `set_option maxHeartbeats 0` (dojo.py:
 accepted may still fail in the file (heartbeats, a linter made an error, elaboration order).
 `check_proof` compiles the theorem with the proof in place of the original one (dojo.py:108). A
 proof it rejects is not patched in; one that could not be re-checked says so in the report.
+Before it, the verifier's text check (`prover.env.verify.tactic_text_problem`) refuses proof
+text that could leave its `by` block. With the REPL, `recheck_files_in_repl` is the verifier's
+file check (text, the file, `#print axioms`).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Any
 from prover.env.leandojo_env import describe_error
 from prover.search.best_first import ERROR, PROVED
 from prover.env.proof_text import standalone_proof
+from prover.env.verify import tactic_text_problem
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,10 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
     counts = {CHECKED: 0, REJECTED: 0, UNCHECKED: 0}
     for a in attempts:
         if a.status != PROVED or not a.proof:
+            continue
+        problem = tactic_text_problem(a.proof)
+        if problem is not None:  # the one text check of prover.env.verify, before Lean sees it
+            _reject(a, f"{problem}: not patched", counts)
             continue
         try:
             ok = bool(check(theorem_of(a.sorry), standalone_proof(a.proof)))
@@ -50,26 +58,49 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
     return counts
 
 
-def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callable[[Path], dict]) -> dict[str, int]:
-    """Before a patch is written: each file with all its proofs in place must elaborate with no
-    error and with that many sorries fewer (`run_file` runs a FileCommand). When the file with
-    every proof fails, proofs are added one at a time and each one that breaks it is left out.
-    Sets each proved attempt's `check`; returns the counts."""
-    from prover.env.repl_env import check_patched_file
+def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callable[[Path], dict],
+                          command: Callable[..., dict] | None = None,
+                          allow_native_decide: bool = False) -> dict[str, int]:
+    """Before a patch is written, the verifier's file check (`prover.env.verify`): each proof's
+    text cannot leave its `by` block; each file with its proofs in place elaborates with no
+    error and that many sorries fewer; and, with `command` (the REPL's, for `#print axioms`
+    in the file's environment), each proved declaration depends on Lean's standard axioms
+    only. When the file with every proof fails, proofs are added one at a time and each one
+    that breaks it is left out. Sets each proved attempt's `check`; returns the counts."""
+    from prover.env.repl_env import patched_file_answer
+    from prover.env.verify import axioms_verdict, tactic_text_problem
     from prover.sorries.patch import apply_patches, make_patch
     counts = {CHECKED: 0, REJECTED: 0, UNCHECKED: 0}
     by_file: dict[str, list[Any]] = {}
     for a in attempts:
-        if a.status == PROVED and a.proof:
-            by_file.setdefault(a.sorry.file, []).append(a)
+        if a.status != PROVED or not a.proof:
+            continue
+        problem = tactic_text_problem(a.proof)
+        if problem is not None:  # never sent to Lean
+            _reject(a, f"{problem}: not patched", counts)
+            continue
+        by_file.setdefault(a.sorry.file, []).append(a)
     for file, group in sorted(by_file.items()):
         path = root / file
         source = path.read_bytes()
         before = len(run_file(path).get("sorries", []))
 
         def compiles(chosen: list[Any]) -> bool:
+            left = before - len(chosen)
             patched = apply_patches(source, [make_patch(a.sorry, a.proof) for a in chosen])
-            return check_patched_file(run_file, path, patched, before - len(chosen)) is None
+            reason, answer = patched_file_answer(run_file, path, patched, left)
+            if reason is not None:
+                return False
+            if command is None or "env" not in answer:
+                return True
+            for a in chosen:
+                if a.sorry.name:
+                    printed = command(f"#print axioms {a.sorry.name}", env=answer["env"])
+                    verdict = axioms_verdict(printed, a.sorry.name, allow_native_decide,
+                                             ("sorryAx",) if left else ())
+                    if not verdict.ok:
+                        return False
+            return True
 
         kept: list[Any] = []
         if compiles(group):
@@ -83,7 +114,12 @@ def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callabl
                 a.check = CHECKED
                 counts[CHECKED] += 1
             else:
-                a.check, a.status = REJECTED, ERROR
-                a.reason = "the file with this proof in place does not elaborate in the REPL: not patched"
-                counts[REJECTED] += 1
+                _reject(a, "the file with this proof in place does not pass the REPL's check "
+                           "(an error, a sorry, or an axiom beyond Lean's standard ones): not patched", counts)
     return counts
+
+
+def _reject(attempt: Any, reason: str, counts: dict[str, int]) -> None:
+    attempt.check, attempt.status, attempt.reason = REJECTED, ERROR, reason
+    counts[REJECTED] += 1
+    log.warning("%s: %s", attempt.sorry.label, reason)

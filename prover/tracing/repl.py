@@ -46,7 +46,9 @@ project's own declarations. What is approximate is written into `metadata.json` 
   corpus has (Lean core, or a library without `--corpus`) are neither. LeanDojo annotates
   every name the text resolves to, used or not; here a `simp` lemma that simp did not use is
   not annotated. Given the constants a tactic used, this rule gives LeanDojo's own annotation
-  on 769 of the 770 tactics of its real records in the shared data (tests/test_trace_repl.py). Without `usedConstants` (older REPLs, e.g. at Lean
+  on 769 of the 770 tactics of its real records in the shared data (tests/test_trace_repl.py;
+  that shows where tags go, not which constants Lean reports: the tests on the REPL's own
+  `usedConstants`, from its `file2` and `all_tactics*` transcripts, show that). Without `usedConstants` (older REPLs, e.g. at Lean
   v4.10.0-rc1) a name in the text is looked up in the corpus as written, or under the
   theorem's namespaces and `open`s. A project premise's `def_pos`/`def_end_pos` are its name's
   span (as LeanDojo); a `--corpus` premise's are its declaration's.

@@ -20,6 +20,18 @@ Environment (all optional but the first):
   REPL never answer (a timeout) / exit at once with code 137 (as when the kernel kills an
   out-of-memory process). With FAKE_REPL_FAULT_ONCE (a file path) the fault fires once: the
   first time creates that file, and a restarted REPL then behaves.
+
+Three requests our REPL env makes have no transcript; they are answered by rules, each one
+stated here, and nothing else is:
+- a tactic `set_option maxHeartbeats N in` + newline + T is answered as T (a heartbeat limit
+  changes Lean's answer only for a tactic that runs out of heartbeats, and no recorded one does);
+- the verifier's re-check `theorem [NS.]prover_check_<hex> REST` is answered as the recorded
+  command on the same state that is identical but for its declaration's name (`theorem|lemma
+  NAME REST` or `example REST`): a fresh name does not change how Lean elaborates a proof;
+- `#print axioms NAME` on the environment that declared NAME by such a re-check is answered
+  only when FAKE_REPL_AXIOMS holds a JSON list: the axioms, in the format of Lean's
+  src/Lean/Elab/Print.lean (`'NAME' depends on axioms: [..]`, or `'NAME' does not depend on
+  any axioms` for []). These are the test's choice, not Lean's: no transcript prints axioms.
 The process protocol is the REPL's: a request is one JSON object ended by a blank line; an
 answer is the JSON text followed by a blank line.
 """
@@ -27,12 +39,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 # Keys a client may add that do not change Lean's answer in these transcripts.
 _IGNORED_KEYS = ("incrementality", "setOptions")
+_HEARTBEATS = re.compile(r"^set_option maxHeartbeats \d+ in\n")
+_FRESH = re.compile(r"^((?:[^\n]*\bin\n)*)theorem ((?:[\w.']+\.)?prover_check_[0-9a-f]+)\b")
+_DECLARED = re.compile(r"^((?:[^\n]*\bin\n)*)(?:(?:theorem|lemma) [^\s:({\[]+|example)")
+_PRINT_AXIOMS = re.compile(r"^#print axioms (\S+)$")
+
+
+def renamed_key(cmd: str) -> str | None:
+    """A declaration command with its keyword and name blanked (how re-checks are matched)."""
+    m = _FRESH.match(cmd) or _DECLARED.match(cmd)
+    return None if m is None else m.group(1) + "<DECL>" + cmd[m.end():]
 
 
 def read_objects(text: str) -> list[dict]:
@@ -63,6 +86,7 @@ class Transcripts:
 
     def __init__(self) -> None:
         self.answers: dict[str, tuple[dict, str | None, list[str]]] = {}
+        self.renamed: dict[str, str] = {}  # a recorded command's key with its name blanked -> key
 
     def key(self, request: dict, env_node: str | None, ps_node: str | None, file_text: str | None) -> str:
         body = {k: v for k, v in request.items() if k not in _IGNORED_KEYS + ("env", "proofState", "path")}
@@ -94,6 +118,8 @@ class Transcripts:
                     states[ps] = f"ps{i}<{key}>"
                 ps_nodes.append(states[ps])
             self.answers.setdefault(key, (answer, new_env, ps_nodes))
+            if "cmd" in request and (shape := renamed_key(request["cmd"])) is not None:
+                self.renamed.setdefault(self.key({**request, "cmd": shape}, env_node, ps_node, None), key)
 
 
 class Repl:
@@ -103,8 +129,46 @@ class Repl:
         self.t = transcripts
         self.envs: list[str] = []
         self.states: list[str] = []
+        self.declared: dict[int, str] = {}  # env id -> the fresh name a re-check declared in it
 
     def answer(self, request: dict) -> dict | None:
+        if "tactic" in request and _HEARTBEATS.match(request["tactic"]):
+            request = {**request, "tactic": _HEARTBEATS.sub("", request["tactic"], count=1)}
+        if "cmd" in request and (m := _PRINT_AXIOMS.match(request["cmd"].strip())):
+            return self._axioms(request, m.group(1))
+        answer = self._recorded(request)
+        if answer is None and "cmd" in request and (m := _FRESH.match(request["cmd"])):
+            answer = self._renamed(request)
+            if answer is not None and "env" in answer:
+                self.declared[answer["env"]] = m.group(2)
+        return answer
+
+    def _renamed(self, request: dict) -> dict | None:
+        env_node = self.envs[request["env"]] if 0 <= request.get("env", -1) < len(self.envs) else None
+        key = self.t.key({**request, "cmd": renamed_key(request["cmd"])}, env_node, None, None)
+        original = self.t.renamed.get(key)
+        if original is None:
+            return None
+        recorded, new_env, ps_nodes = self.t.answers[original]
+        answer = json.loads(json.dumps(recorded))
+        if "env" in answer:
+            answer["env"] = len(self.envs)
+            self.envs.append(f"renamed<{original}>")
+        return answer
+
+    def _axioms(self, request: dict, name: str) -> dict | None:
+        chosen = os.environ.get("FAKE_REPL_AXIOMS")
+        if chosen is None or self.declared.get(request.get("env", -1)) != name:
+            return None
+        axioms = json.loads(chosen)
+        data = (f"'{name}' depends on axioms: [{', '.join(axioms)}]" if axioms
+                else f"'{name}' does not depend on any axioms")
+        env = len(self.envs)
+        self.envs.append(f"axioms<{name}>")
+        return {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0},
+                              "endPos": {"line": 1, "column": 6}, "data": data}], "env": env}
+
+    def _recorded(self, request: dict) -> dict | None:
         env_node = ps_node = file_text = None
         if "env" in request:
             if not 0 <= request["env"] < len(self.envs):

@@ -1,0 +1,188 @@
+"""prover.env.verify: the one check a found proof passes before it counts or is written.
+
+The axioms answer's format is Lean's (src/Lean/Elab/Print.lean): `'NAME' depends on axioms:
+[a, b, c]` or `'NAME' does not depend on any axioms`, the list broken over lines when long."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prover.env.base import ProofFinished, State, TacticError
+from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
+from prover.env.repl_session import ReplConfig, ReplSession
+from prover.env.verify import (axioms_problem, check_proof, fresh_name, parse_axioms, restate,
+                               tactic_text_problem)
+
+
+def info(data: str) -> dict:
+    return {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0}, "data": data}], "env": 9}
+
+
+@pytest.mark.parametrize("data, axioms", [
+    ("'Foo.prover_check_1' depends on axioms: [propext, Classical.choice, Quot.sound]",
+     ("propext", "Classical.choice", "Quot.sound")),
+    ("'prover_check_1' does not depend on any axioms", ()),
+    # a long list is wrapped by Lean's formatter: a line break and an indent after a comma
+    ("'Foo.Bar.prover_check_1' depends on axioms: [propext,\n  sorryAx,\n  Classical.choice,\n  Quot.sound]",
+     ("propext", "sorryAx", "Classical.choice", "Quot.sound")),
+    ("'prover_check_1' depends on axioms: [Lean.ofReduceBool, Lean.trustCompiler]",
+     ("Lean.ofReduceBool", "Lean.trustCompiler")),
+    ("'«prover_check_1»' depends on axioms: [«my axiom»]", ("my axiom",)),
+])
+def test_axioms_answer_is_parsed(data, axioms):
+    assert parse_axioms(info(data), "Foo.prover_check_1") == axioms
+
+
+def test_axioms_of_another_name_or_an_error_are_no_answer():
+    assert parse_axioms(info("'other' depends on axioms: [propext]"), "prover_check_1") is None
+    assert parse_axioms({"messages": [{"severity": "error", "data": "unknown constant 'prover_check_1'"}]},
+                        "prover_check_1") is None
+
+
+def test_only_the_standard_axioms_pass():
+    assert axioms_problem(["propext", "Classical.choice", "Quot.sound"], False) is None
+    assert axioms_problem(["sorryAx"], False) == "the proof depends on sorryAx"
+    assert axioms_problem(["Lean.ofReduceBool"], False).startswith("the proof depends on Lean.ofReduceBool (native_decide)")
+    assert axioms_problem(["Lean.ofReduceBool", "Lean.trustCompiler"], True) is None
+    assert axioms_problem(["Lean.ofReduceBool", "cheat"], True) == \
+        "the proof depends on axioms beyond Lean's standard ones: cheat"
+
+
+@pytest.mark.parametrize("tactic", [
+    "simp\naxiom cheat : False",  # on its own line: the `by` block ends, an axiom is declared
+    "exact h axiom cheat : False",  # on the same line: the tactic parser stops there too
+    "simp; theorem t : False := cheat",
+    "exact foo\n  #eval IO.println 1",
+    "skip\n  @[simp] theorem t : True := trivial",
+    "exact h\rinstance : Foo := cheat",  # a carriage return is no line break to the layout
+])
+def test_text_that_can_leave_its_proof_is_refused(tactic):
+    assert tactic_text_problem([tactic]) is not None
+
+
+@pytest.mark.parametrize("tactic", [
+    "simp", "have h : True := by\n    trivial", "rw [foo] -- theorem in a comment\n  exact h",
+    "set_option maxRecDepth 100 in\n  simp", "exact (by simpa using h : axiomOfChoice)",
+    "induction n with\n| zero => simp\n| succ n ih => simp",  # LeanDojo's layout: alternatives at 0
+    "have : #s ≤ #t := card_le h", "exact #[1, 2].size_pos", "exact inferInstance", "exact «axiom»",
+])
+def test_ordinary_tactics_pass_the_text_check(tactic):
+    assert tactic_text_problem([tactic]) is None
+
+
+def test_no_real_tactic_is_refused(data_root):
+    """The 770 tactics of the real LeanDojo records (leandojo-real/val, leandojo-sample)."""
+    tactics = [t["tactic"] for f in ("mathlib-src/leandojo-real/val.json", "leandojo-sample/test.json")
+               for r in json.loads((data_root / f).read_text()) for t in r["traced_tactics"]]
+    assert len(tactics) == 770 and [t for t in tactics if tactic_text_problem([t])] == []
+
+
+def test_restated_under_a_fresh_name_with_identical_text():
+    st = "open Nat in\ntheorem Nat.foo.{u} {α : Sort u} (x : Nat) :\n    x = x"
+    text, name = restate(st)
+    assert name == "Nat." + fresh_name(st)
+    assert text == st.replace("Nat.foo", name)
+    assert restate("example : f = 37") == (f"theorem {fresh_name('example : f = 37')} : f = 37",
+                                           fresh_name("example : f = 37"))
+
+
+class Recorder:
+    """A stand-in REPL transport: answers from a script, records each request (not Lean)."""
+
+    def __init__(self, answers):
+        self.answers, self.sent = answers, []
+
+    def command(self, cmd, env=None, timeout=None):
+        self.sent.append((cmd, env))
+        return self.answers(cmd)
+
+
+def test_an_escaping_proof_never_reaches_lean():
+    lean = Recorder(lambda cmd: {"env": 1})
+    verdict = check_proof(lean.command, 0, "theorem t : False", ["skip\naxiom cheat : False", "exact cheat"])
+    assert not verdict.ok and "command keyword `axiom`" in verdict.reason and lean.sent == []
+
+
+def test_a_proof_whose_axioms_include_its_own_is_rejected():
+    """The attack the text check would miss if the axiom came from a tactic's meta-code: the
+    axioms answer still names it."""
+    name = fresh_name("theorem t : False")
+    lean = Recorder(lambda cmd: info(f"'{name}' depends on axioms: [cheat]") if cmd.startswith("#print")
+                    else {"env": 5})
+    verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"])
+    assert (verdict.ok, verdict.axioms, verdict.reason) == (
+        False, ("cheat",), "the proof depends on axioms beyond Lean's standard ones: cheat")
+    assert lean.sent == [(f"theorem {name} : False := by exact cheat", 0), (f"#print axioms {name}", 5)]
+
+
+class ScriptedSession(ReplSession):
+    """A ReplSession whose transport is a script (a stand-in: no result comes from it)."""
+
+    def __init__(self, answer):
+        super().__init__(ReplConfig(max_heartbeats=0))
+        self.answer, self.sent = answer, []
+
+    def request(self, request, timeout):
+        self.sent.append(request)
+        return self.answer(request)
+
+
+def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_root):
+    """Nat.Partrec.Code.const_inj is proved by equations (no top-level `:=`). Its statement
+    used to run on into the next declaration, whose goal became the root: a proof of that
+    goal counted. Now the root and the re-check are const_inj's own signature."""
+    from prover.data.theorem import Theorem
+    real = data_root / "mathlib-src" / "leandojo-real"
+    rec = next(r for r in json.loads((real / "val.json").read_text()) if r["full_name"] == "Nat.Partrec.Code.const_inj")
+    thm = Theorem(rec["url"], rec["commit"], rec["file_path"], rec["full_name"], tuple(rec["start"]), tuple(rec["end"]), ())
+    target = target_from_source(thm, real / "source")
+    assert target.statement == ("theorem const_inj : ∀ {n₁ n₂}, Nat.Partrec.Code.const n₁ = "
+                                "Nat.Partrec.Code.const n₂ → n₁ = n₂")
+    name = fresh_name(target.statement)
+
+    def answer(req):
+        if "tactic" in req:
+            return {"proofState": 1, "goals": []}
+        if req["cmd"].startswith("#print axioms"):
+            return info(f"'Nat.Partrec.Code.{name}' depends on axioms: [propext]")
+        if req["cmd"].endswith(":= by sorry"):
+            return {"sorries": [{"proofState": 0, "goal": "⊢ ∀ {n₁ n₂ : ℕ}, const n₁ = const n₂ → n₁ = n₂"}], "env": 9}
+        return {"env": len(session.sent)}
+
+    session = ScriptedSession(answer)
+    with ReplEnv(target, session) as env:
+        done = env.run_tactic(env.initial_state, "intro n₁ n₂ h; exact h")
+    assert isinstance(done, ProofFinished) and done.check["ok"]
+    cmds = [r["cmd"] for r in session.sent if "cmd" in r]
+    assert cmds[-3] == target.statement + " := by sorry"
+    assert cmds[-2] == target.statement.replace("const_inj", name) + " := by intro n₁ n₂ h; exact h"
+    assert "def id" not in cmds[-3] and "| 0, 0" not in cmds[-3]
+    assert cmds[-1] == f"#print axioms {name}"
+
+
+def test_a_runaway_tactic_is_a_failed_tactic_and_its_state_lives():
+    """Under the heartbeat limit Lean answers a runaway tactic with an error (its message as
+    Lean's core writes it), read as a failed tactic; the REPL is not killed and the state it
+    ran on is used again."""
+    heartbeats = ("(deterministic) timeout at `whnf`, maximum number of heartbeats (400000) has been "
+                  "reached\nUse `set_option maxHeartbeats <num>` to set the limit.")
+
+    def answer(req):
+        if "cmd" in req:
+            return {"sorries": [{"proofState": 0, "goal": "⊢ p"}], "env": 0}
+        if "nlinarith" in req["tactic"]:
+            return {"messages": [{"severity": "error", "data": heartbeats}], "proofState": 1, "goals": []}
+        return {"proofState": 2, "goals": ["⊢ q"]}
+
+    session = ScriptedSession(answer)
+    session.cfg = ReplConfig(max_heartbeats=400000)
+    with ReplEnv(ReplTarget("t", statement="theorem t : p"), session) as env:
+        failed = env.run_tactic(env.initial_state, "nlinarith [sq_nonneg x]")
+        assert isinstance(failed, TacticError) and "maximum number of heartbeats" in failed.message
+        after = env.run_tactic(env.initial_state, "apply h")
+        assert after == State("⊢ q", 1)
+    assert session.restarts == 0
+    assert [r["tactic"] for r in session.sent if "tactic" in r] == [
+        "set_option maxHeartbeats 400000 in\nnlinarith [sq_nonneg x]", "set_option maxHeartbeats 400000 in\napply h"]
+    assert [r["proofState"] for r in session.sent if "tactic" in r] == [0, 0]
