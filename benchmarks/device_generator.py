@@ -141,21 +141,21 @@ def _read_jsonl_gz(path: Path) -> list:
 def reachable_states(theorem: Any, focus_goals: bool, cap: int) -> list[str]:
     """Every state the replay simulator can reach from `theorem`'s initial state by its recorded
     tactics (breadth first, at most `cap`): the only states a replay search can ever ask about."""
-    from prover.env.base import ProofFinished, State, normalize_ws
+    from collections import deque
+
+    from prover.env.base import State, normalize_ws
     from prover.env.replay import ReplayConfig, ReplayEnv
     env = ReplayEnv(theorem, ReplayConfig(focus_goals=focus_goals))
     env.open()
     seen = {normalize_ws(env.initial_state.text): env.initial_state}
-    queue = [env.initial_state]
+    queue = deque([env.initial_state])
     while queue and len(seen) < cap:
-        state = queue.pop(0)
+        state = queue.popleft()
         for tactic in env.recorded_tactics(state):
-            after = env.run_tactic(state, tactic)
+            after = env.run_tactic(state, tactic)  # a State, or the proof's end
             if isinstance(after, State) and normalize_ws(after.text) not in seen and len(seen) < cap:
                 seen[normalize_ws(after.text)] = after
                 queue.append(after)
-            elif not isinstance(after, (State, ProofFinished)):
-                continue
     return [s.text for s in seen.values()]
 
 
