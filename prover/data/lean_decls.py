@@ -52,6 +52,9 @@ _IDENT = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
 _CTOR = re.compile(r"\|\s*([^\W\d][\w'!?]*)")
 _FIELD = re.compile(r"^([ \t]+)((?:[^\W\d][\w'!?]*[ \t]+)*[^\W\d][\w'!?]*)[ \t]*(?::|:=)", re.MULTILINE)
 _CTOR_RENAME = re.compile(r"\s*([^\W\d][\w'!?]*)\s*::")
+# `noncomputable irreducible_def f`: a column-0 declaration command after its modifiers.
+_MODIFIED_COL0 = re.compile(r"^(?:(?:noncomputable|private|protected)[ \t]+)+(irreducible_def)\b", re.MULTILINE)
+_PRIORITY = re.compile(r"\s*\(\s*priority\s*:=[^()]*\)")
 _OPEN_BR, _CLOSE_BR = "([{⦃⟨", ")]}⦄⟩"
 
 
@@ -199,6 +202,7 @@ def scan_declarations(code: str) -> list[Declaration]:
             boundaries.add(m.start())
         if word in _COLUMN0_DECLS:
             col0_decls.append((m.start(), word))
+    col0_decls += [(m.start(1), m.group(1)) for m in _MODIFIED_COL0.finditer(code)]
     events = col0_decls
     for m in _WORD.finditer(code):
         if m.group() in _EVENT_WORDS:
@@ -255,6 +259,8 @@ def scan_declarations(code: str) -> list[Declaration]:
         namespaces = [s[1] for s in scopes if s[0] == "namespace" and s[1]]
         opens = tuple(o for s in scopes for o in s[2]) + tuple(pending_in)
         pending_in = []
+        if kind == "instance" and (m := _PRIORITY.match(code, after)):  # `instance (priority := 100) foo`
+            after = m.end()
         name, n0, n1 = ("", after, after) if kind == "example" else _name_at(code, after)
         if kind == "instance" and (not name or name.startswith(("(", "["))):
             name = ""
