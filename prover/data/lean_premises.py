@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from prover.data.lean_decls import THEOREM_KINDS, Declaration, LeanFile
+from prover.data.lean_decls import THEOREM_KINDS, Declaration, LeanFile, _depth0
 from prover.data.lean_text import _block_comment_end, _string_end
 from prover.data.premise import split_signature
 from prover.data.to_additive import twin_name
@@ -35,6 +35,7 @@ TWIN_GUESSED = "to_additive names guessed (no explicit name, no #align)"
 TWIN_NAMESPACE_GUESSED = "to_additive namespaces guessed (no known twin of the namespace)"
 TWIN_TARGET_UNKNOWN = "attribute [to_additive] on a name this file does not declare (namespace assumed)"
 SIMPS_IMPLICIT = "@[simps] without projection names (generated lemmas not listed)"
+PARENT_NOTATION = "extends a parent written as notation (its toX projection not listed)"
 IRREDUCIBLE_DEF_EQN = "irreducible_def equations (<name>_def, not listed)"
 
 _MODIFIER_WORDS = frozenset(("private", "protected", "noncomputable", "nonrec", "partial", "unsafe",
@@ -52,6 +53,7 @@ _SCOPE_CMD = re.compile(r"^(?:noncomputable[ \t]+)?(namespace|section|end)\b[ \t
 _VARIABLE_CMD = re.compile(r"^variable\b", re.MULTILINE)
 _NEXT_COMMAND = re.compile(r"^(?!\s)(?=\S)", re.MULTILINE)
 _OPEN_BR, _CLOSE_BR = "([{⦃⟨", ")]}⦄⟩"
+_EXTENDS = re.compile(r"(?<![\w'])extends(?![\w'])")
 
 
 @dataclass
@@ -148,7 +150,7 @@ class _Scopes:
 
     starts: list[int]
     namespaces: list[tuple[str, ...]]
-    variables: list[tuple[int, int, str]]  # (command start, scope end, binders text)
+    variables: list[tuple[int, int, list[str]]]  # (command start, scope end, its binder groups)
 
     @classmethod
     def scan(cls, code: str) -> _Scopes:
@@ -181,7 +183,7 @@ class _Scopes:
                 stack.append([kind, name, []])
             starts.append(m.end())
             spaces.append(tuple(n for k_, n, _ in stack if k_ == "namespace" and n))
-        return cls(starts, spaces, [tuple(v) for v in variables])
+        return cls(starts, spaces, [(a, b, _binder_groups(text)) for a, b, text in variables])
 
     def namespace_at(self, index: int) -> str:
         k = bisect.bisect_right(self.starts, index) - 1
@@ -189,9 +191,9 @@ class _Scopes:
 
     def binders_at(self, index: int) -> list[str]:
         out = []
-        for start, end, text in self.variables:
+        for start, end, groups in self.variables:
             if start < index < end:
-                out += _binder_groups(text)
+                out += groups
         return out
 
 
@@ -217,6 +219,8 @@ def _binder_names(group: str) -> list[str]:
 def used_binders(binders: list[str], statement: str) -> list[str]:
     """The `variable` binders a statement uses: those whose names it mentions, the binders
     their types mention, and the instance binders over them (Lean's inclusion rule, roughly)."""
+    if not binders:
+        return []
     words = set(re.findall(r"[^\W\d][\w'₀-₉]*", statement))
     chosen = [False] * len(binders)
     for _ in range(3):  # names pulled in through other binders' types
@@ -279,6 +283,8 @@ class _Builder:
         if d.kind in ("ctor", "field"):
             self.row(d.name, d.kind, d.start, d.end, d.end, d.name_start, d.name_end)
             return
+        if d.kind in ("structure", "class"):
+            self.parents(d)
         m0 = modifiers_start(code, d.start)
         mods = code[m0:d.start]
         private = re.search(r"(?<![\w.])private(?![\w'])", mods) is not None
@@ -292,6 +298,30 @@ class _Builder:
             return
         for a in _attribute_args(mods, m0):
             self.attribute(a, d.name, row, m0, d.end, stmt_end, d)
+
+    def parents(self, d: Declaration) -> None:
+        """`structure S extends A x, B` makes the fields `S.toA`, `S.toB`."""
+        code = self.f.code
+        m = _EXTENDS.search(code, d.name_end, d.end)
+        if m is None:
+            return
+        stop = next((i for i in _depth0(code, m.end(), d.end) if code.startswith(("where", ":=", ":"), i)), d.end)
+        k = m.end()
+        cuts = [i for i in _depth0(code, m.end(), stop) if code[i] == ","] + [stop]
+        for c in cuts:
+            parent = code[k:c]
+            lead = len(parent) - len(parent.lstrip())
+            head = _IDENT.match(parent.strip())
+            rest = parent.strip()[head.end():] if head else ""
+            if head is None or re.search(r"[^\w\s'.,()\[\]{}_⦃⦄]", rest):
+                self.scan.uncertain[PARENT_NOTATION] += 1
+            else:
+                n0 = k + lead
+                field = "to" + head.group().rsplit(".", 1)[-1]
+                if self.row(f"{d.name}.{field}", "field", n0, n0 + len(parent.strip()),
+                            n0 + len(parent.strip()), n0, n0 + head.end()) is not None:
+                    self.scan.counts["parent projections (extends)"] += 1
+            k = c + 1
 
     def attribute(self, attr: tuple[str, int, int], src: str, row: dict, start: int, end: int,
                   stmt_end: int, d: Declaration | None) -> None:
@@ -424,6 +454,8 @@ class _Builder:
             for w in _IDENT.finditer(lhs):
                 n0 = m.end() + w.start()
                 written = w.group()
+                if written == "_":  # `alias ⟨_, mpr⟩ := iff`: no alias for that side
+                    continue
                 full = written[len("_root_."):] if written.startswith("_root_.") else \
                     ".".join(p for p in (ns, written) if p)
                 if self.row(self.mangle(full, private), "alias", start, body_end, body_end, n0,

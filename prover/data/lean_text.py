@@ -13,6 +13,7 @@ _IDENT_EXTRA = "_'!?"
 
 _CHAR_LITERAL = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'")
 _RAW_STRING = re.compile(r'r(#*)"')
+_CANDIDATE = re.compile(r"--|/-|\"|r#*\"|'")
 
 
 def is_ident_char(c: str) -> bool:
@@ -61,6 +62,11 @@ def mask_non_code(text: str) -> str:
 
     i, n = 0, len(text)
     while i < n:
+        # Jump to the next character that may open a comment, string or char literal.
+        m = _CANDIDATE.search(text, i)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         after_ident = i > 0 and is_ident_char(text[i - 1])
         if text.startswith("--", i):
