@@ -24,7 +24,8 @@ def run_corpus(project: str, out: str, backend: str = "source", overrides: list[
     cfg = load_config(CorpusCommandConfig, None, list(overrides or []))
 
     def say(line: str) -> None:
-        print(f"warning: {line}", file=sys.stderr)
+        from tqdm import tqdm
+        tqdm.write(f"warning: {line}", file=sys.stderr)  # on a line of its own, not inside a bar
 
     try:
         root = Path(project).expanduser().resolve()
