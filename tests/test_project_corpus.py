@@ -230,3 +230,83 @@ def test_the_corpus_of_a_project_state_is_built_once(tmp_path):
     second = project_corpus(project, tmp_path / "cache", progress=False)
     assert second != first and (second / "corpus.jsonl").is_file()
     assert json.loads((second / "metadata.json").read_text())["key"] in second.name
+
+
+FAKE_BIN = Path(__file__).resolve().parent / "fake_repl"
+
+
+def _lean_line(name: str, module: str, kind: str, text: str, start: str, end: str, sel: str) -> str:
+    """One line of Lean's listing (check_command): positions line 1-based, column 0-based."""
+    def lc(needle: str, after: bool = False) -> list[int]:
+        line, col = _pos(text, needle, len(needle) if after else 0)
+        return [line, col - 1]
+    return "\t".join(map(str, [name, module, kind, *lc(start), *lc(end, after=True), *lc(sel), *lc(sel, after=True)]))
+
+
+def test_repl_backend_fixes_the_scan_from_leans_constants(tmp_path, monkeypatch, data_root, capsys):
+    """--backend repl through the fake Lean REPL (tests/fake_repl, lean-interact's own process
+    code): its answer to the listing command is recorded in Lean's answer shape for this project
+    (there is no real transcript of this command). Lean names the anonymous instance (added),
+    does not know `Subgroup.toBar` (removed), puts `rnDeriv`'s name elsewhere (fixed), and its
+    generated names (`.rec`, `.match_1`) are not premises."""
+    from prover.data.corpus import module_name
+    from prover.data.corpus_lean_check import check_command, top_modules
+    project = make_project(tmp_path / "demo")
+    listing = "\n".join([
+        _lean_line("inv_le_inv_iff", "Algebra.Defs", "theorem", DEFS, "theorem inv_le", "by\n  rw [← mul_le_mul_iff_left a, ← mul_le_mul_iff_right b]", "inv_le_inv_iff"),
+        _lean_line("Nat.Subgroup.instInhabitedH", "Algebra.Defs", "def", DEFS, "instance : Inhabited", "⟨1⟩", "instance : Inhabited"),
+        _lean_line("MeasureTheory.Measure.rnDeriv", "Algebra.Defs", "def", DEFS, "irreducible_def rnDeriv", "else 0", "irreducible_def"),
+        _lean_line("inv_le_inv_iff.match_1", "Algebra.Defs", "def", DEFS, "theorem inv_le", "by", "inv_le_inv_iff"),
+        _lean_line("Subgroup.rec", "Algebra.Basic", "rec", BASIC, "structure Subgroup", "carrier\n", "Subgroup"),
+        _lean_line("Subgroup.toSubmonoid", "Algebra.Basic", "def", BASIC, "Submonoid G,", "Submonoid G", "Submonoid G"),
+        _lean_line("Demo.uses", "Demo.Main", "theorem", MAIN, "theorem Demo", "rfl", "Demo.uses"),
+    ])
+    # Everything else the scan found is in Lean's listing too (as the real listing would be).
+    rows_dir = tmp_path / "scan"
+    build_corpus(project, rows_dir, progress=False)
+    rows = [json.loads(x) for x in (rows_dir / "corpus.jsonl").read_text().splitlines()]
+    module_of = {r["path"]: module_name(r["path"]) for r in rows}
+    listed = {line.split("\t")[0] for line in listing.splitlines()}
+    extra = [f"{p['full_name']}\t{module_of[r['path']]}\t{p['kind']}\t{p['start'][0]}\t{p['start'][1] - 1}\t"
+             f"{p['end'][0]}\t{p['end'][1] - 1}\t{p['def_pos'][0]}\t{p['def_pos'][1] - 1}\t"
+             f"{p['def_end_pos'][0]}\t{p['def_end_pos'][1] - 1}"
+             for r in rows for p in r["premises"] if p["full_name"] not in listed | {"Subgroup.toBar"}]
+    cmd = check_command(top_modules(rows, module_of))
+    assert cmd.startswith("import Demo.Main\nopen Lean in\n#eval show CoreM Unit")  # the top module only
+    answer = {"messages": [{"severity": "info", "pos": {"line": 3, "column": 0}, "endPos": {"line": 3, "column": 5},
+                            "data": "\n".join([listing, *extra]) + "\n"}], "env": 0}
+    transcripts = tmp_path / "transcripts" / "test"
+    transcripts.mkdir(parents=True)
+    (transcripts / "corpus.in").write_text(json.dumps({"cmd": cmd}) + "\n")
+    (transcripts / "corpus.expected.out").write_text(json.dumps(answer) + "\n")
+    (tmp_path / "repl").mkdir()
+    (tmp_path / "repl" / "lean-toolchain").write_text("leanprover/lean4:v4.24.0\n")
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", str(transcripts / "corpus.in"))
+    out = tmp_path / "checked"
+    assert main(["data", "corpus", str(project), "--out", str(out), "--backend", "repl",
+                 f"repl.repl_path={tmp_path / 'repl'}", "repl.memory_gb=0.5", "progress=false"]) == 0
+    assert "1 added, 1 removed, 1 name positions fixed" in capsys.readouterr().err
+    meta = json.loads((out / "metadata.json").read_text())
+    check = meta["lean_check"]
+    assert meta["backend"] == "repl" and check["constants"] == 7 + len(extra)
+    assert (check["missed_added"], check["invented_removed"], check["def_pos_fixed"]) == (1, 1, 1)
+    assert check["examples"]["missed_added"] == ["Nat.Subgroup.instInhabitedH"]
+    assert check["examples"]["invented_removed"] == ["Subgroup.toBar"]
+    assert check["examples"]["def_pos_fixed"] == ["MeasureTheory.Measure.rnDeriv"]
+    by_name = {p["full_name"]: p for r in read_rows(out).values() for p in r["premises"]}
+    added = by_name["Nat.Subgroup.instInhabitedH"]
+    assert added["from_lean"] is True and added["code"] == "instance : Inhabited H := ⟨1⟩"
+    assert added["start"] == _pos(DEFS, "instance : Inhabited") and added["kind"] == "def"
+    assert by_name["MeasureTheory.Measure.rnDeriv"]["def_pos"] == _pos(DEFS, "irreducible_def rnDeriv")
+    assert "Subgroup.toBar" not in by_name and "inv_le_inv_iff.match_1" not in by_name
+    assert meta["premises"] == 31 and len(by_name) == 31
+
+
+def test_repl_backend_without_lean_is_one_line(tmp_path, monkeypatch, capsys):
+    project = make_project(tmp_path / "demo")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no lake, no elan
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["data", "corpus", str(project), "--out", str(tmp_path / "o"), "--backend", "repl"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no Lean toolchain" in err[0]
