@@ -310,3 +310,49 @@ def test_repl_backend_without_lean_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["data", "corpus", str(project), "--out", str(tmp_path / "o"), "--backend", "repl"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no Lean toolchain" in err[0]
+
+
+def test_priors_rank_the_project_corpus_with_training_proofs_from_elsewhere(tmp_path, mini_root):
+    """A fusion with the usage and locality priors over a project's corpus: the priors count
+    mathlib-src-mini's training proofs (retrieval.training_data) and rank this corpus; a
+    theorem importing Algebra.Defs gets premises of it and of what it imports only."""
+    from prover.search.components import RetrieverSpec
+    from retriever.base import ImportsContext
+    project = make_project(tmp_path / "demo")
+    folder = project_corpus(project, tmp_path / "cache", progress=False)
+    source = RetrieverSpec("bm25+usage+locality", str(folder), 10, {"device": "cpu"},
+                           training_data=str(mini_root)).build()
+    (ranked,) = source.retrieve(["a b : α\n⊢ a⁻¹ ≤ b⁻¹ ↔ b ≤ a"], [ImportsContext(("Algebra.Defs",))])
+    assert len(ranked) == 10 and source.contexts_dropped == 0
+    assert {p.path for p in ranked} <= {".lake/packages/algebra/Algebra/Basic.lean",
+                                        ".lake/packages/algebra/Algebra/Defs.lean"}
+    assert {"inv_le_inv_iff", "neg_le_neg_iff"} & {p.full_name for p in ranked}  # BM25's best, fused
+    # Without training proofs the priors say where to find them, in one line.
+    with pytest.raises(Exception, match="no split random/train under .*set retriever.usage_split"):
+        RetrieverSpec("bm25+usage+locality", str(folder), 5, {"device": "cpu"}).build()
+
+
+def test_prove_sorries_without_corpus_builds_the_projects(tmp_path, capsys):
+    """`prove-sorries SUBFOLDER --retriever bm25` with no --corpus: the corpus of the project
+    holding it (the nearest lean-toolchain up) is built; sorry files are found under the
+    subfolder and their contexts are the project's paths."""
+    import shutil
+    from prover.commands.prove_sorries import _prefix_in_project
+    from tests.search_doubles import save_untrained_generator
+    repo = Path(__file__).resolve().parents[1]
+    project = tmp_path / "lean_sorry_project"
+    shutil.copytree(repo / "tests" / "fixtures" / "lean_sorry_project", project)
+    model = save_untrained_generator(tmp_path / "gen")
+    cache = tmp_path / "cache"
+    code = main(["prove-sorries", str(project / "SorryProject"), "--env", "replay", "--replay-traces",
+                 str(repo / "tests" / "fixtures" / "lean_sorry_project_proofs.json"), "--generator", str(model),
+                 "--retriever", "bm25", "--out", str(tmp_path / "out"), "search.max_expansions=1",
+                 "search.num_tactics=2", f"retriever.corpus_cache={cache}"])
+    assert code == 0
+    (folder,) = list(cache.iterdir())
+    rows = read_rows(folder)
+    assert {"SorryProject/Basic.lean", "SorryProject/Algebra.lean"} <= set(rows)
+    assert _prefix_in_project(project / "SorryProject", str(project)) == "SorryProject/"
+    assert _prefix_in_project(project, str(project)) == ""
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert sum(report["counts"].values()) > 0

@@ -52,7 +52,8 @@ def test_compared_with_the_independent_corpus_by_kind(real, data_root):
     only_ours = {k: v["count"] for k, v in cmp["only_ours"].items()}
     # Plain declarations agree almost everywhere: the rest is `«exists»`/`«forall»` spellings.
     assert only_ref.get("theorem", 0) + only_ref.get("lemma", 0) + only_ref.get("def", 0) <= 10
-    assert only_ref.get("ctor", 0) == 0 and only_ref.get("field", 0) <= 30
+    # The reference's own misreadings (`RingHom.toα` from `extends α →+* β`) are most of the rest.
+    assert only_ref.get("ctor", 0) == 0 and only_ref.get("field", 0) <= 12
     # The reference has no private names nor @[simps] lemmas; we have them.
     assert only_ours["simps"] > 100 and only_ours["theorem"] > 50
     assert all(e.split(": ")[1].startswith("_private.") for e in cmp["only_ours"]["theorem"]["examples"])

@@ -46,12 +46,14 @@ _WORD = re.compile(r"(?<![\w'!?.«])(?:#[A-Za-z_]\w*|[^\W\d][\w'!?.]*)")
 _COL0 = re.compile(r"^(?:@\[|#[A-Za-z_]|([^\W\d][\w'!?]*))", re.MULTILINE)
 _NAME = re.compile(r"\s*(«[^»]*»(?:\.[^\s(){}\[\]⦃⦄:,]+)*|[^\s(){}\[\]⦃⦄:,«]+)")
 _ARG = re.compile(r"[ \t]+(\S+)")
+_NEWLINE = re.compile("\n")
 _IMPORT = re.compile(r"^import[ \t]+([^\n]*)", re.MULTILINE)
 _OPEN_LINE = re.compile(r"^open[ \t]+([^\n]*)", re.MULTILINE)
 _IDENT = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
 _CTOR = re.compile(r"\|\s*(?:(?:protected|private)\s+)?([^\W\d][\w'!?]*)")
-# A field line: `f : T`, `f g : T`, `f (x : A) : T` (binders), `[inst : C]` (an instance field).
-_FIELD = re.compile(r"^([ \t]+)\[?((?:[^\W\d][\w'!?]*[ \t]+)*[^\W\d][\w'!?]*)[ \t]*(?::|:=|(?=[({⦃]))",
+# A field line: `f : T`, `f g : T`, `f (x : A) : T` (binders), `[inst : C]`, `{X Y : C}` (binder
+# fields). `f := v` without a type gives an inherited field a default: not a field of its own.
+_FIELD = re.compile(r"^([ \t]+)[\[{(⦃]?((?:[^\W\d][\w'!?]*[ \t]+)*[^\W\d][\w'!?]*)[ \t]*(?::(?!=)|(?=[({⦃]))",
                     re.MULTILINE)
 _CTOR_RENAME = re.compile(r"\s*([^\W\d][\w'!?]*)\s*::")
 # `noncomputable irreducible_def f`: a column-0 declaration command after its modifiers.
@@ -87,7 +89,7 @@ class LeanFile:
     @classmethod
     def scan(cls, text: str, path: str) -> LeanFile:
         code = mask_non_code(text)
-        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
         imports = [m for line in _IMPORT.findall(code) for m in line.split()]
         return cls(path, text, code, scan_declarations(code), imports, starts)
 

@@ -18,6 +18,7 @@ source cannot settle is counted in `FileScan.uncertain`, never guessed silently.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -209,11 +210,17 @@ def _binder_groups(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _binder_names(group: str) -> list[str]:
     inner = group[1:-1]
     if group.startswith("[") or ":" not in inner:
         return [] if group.startswith("[") else inner.split()
     return inner.split(":", 1)[0].split()
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[^\W\d][\w'₀-₉]*", text))
 
 
 def used_binders(binders: list[str], statement: str) -> list[str]:
@@ -230,11 +237,11 @@ def used_binders(binders: list[str], statement: str) -> list[str]:
             names = _binder_names(b)
             if names and words & set(names):
                 chosen[k] = True
-                words |= set(re.findall(r"[^\W\d][\w'₀-₉]*", b))
+                words |= _words(b)
     for k, b in enumerate(binders):
-        if b.startswith("[") and set(re.findall(r"[^\W\d][\w'₀-₉]*", b)) & words:
+        if b.startswith("[") and _words(b) & words:
             names = {n for j, bb in enumerate(binders) if chosen[j] for n in _binder_names(bb)}
-            chosen[k] = bool(set(re.findall(r"[^\W\d][\w'₀-₉]*", b)) & names)
+            chosen[k] = bool(_words(b) & names)
     return [b for k, b in enumerate(binders) if chosen[k]]
 
 
@@ -313,7 +320,8 @@ class _Builder:
             lead = len(parent) - len(parent.lstrip())
             head = _IDENT.match(parent.strip())
             rest = parent.strip()[head.end():] if head else ""
-            if head is None or re.search(r"[^\w\s'.,()\[\]{}_⦃⦄]", rest):
+            top = "".join(rest[i] for i in _depth0(rest, 0, len(rest)))  # arguments in brackets: anything
+            if head is None or re.search(r"[^\w\s'.,()\[\]{}_⦃⦄]", top):
                 self.scan.uncertain[PARENT_NOTATION] += 1
             else:
                 n0 = k + lead
