@@ -60,7 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                   "sections (e.g. configs/search/default.yaml)")
     p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
     p.add_argument("--retriever", default=None, help="none (default), bm25, cfr, cfr+car, ...")
-    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
+    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches "
+                   "(default: the corpus of the Lean project the run is on, built from its source once; "
+                   "prover data corpus)")
     p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
     p.add_argument("--replay-traces", default=None,
                    help="--env replay: LeanDojo-format theorem records (a split .json) of the sorry theorems")
