@@ -148,8 +148,8 @@ def build_rows(project: LakeProject, progress: bool = True,
     with progress_bar(order, desc="corpus: premises", unit="file", disable=not progress) as bar:
         for path in bar:
             premises = []
-            if path in scanned:
-                scan = file_premises(scanned[path], module_of[path], known)
+            if path in scanned:  # popped: a file's text is not held once its rows are made
+                scan = file_premises(scanned.pop(path), module_of[path], known)
                 premises = [r for r in scan.rows if path not in cut or r["end"][0] < cut[path]]
                 uncertain.update(scan.uncertain)
                 counts.update(scan.counts)
