@@ -43,7 +43,6 @@ _MODIFIER_WORDS = frozenset(("private", "protected", "noncomputable", "nonrec", 
                              "scoped", "local"))
 _ID = r"[^\W\d][\w'!?₀-₉ₐ-ₜ]*(?:\.[^\W\d][\w'!?₀-₉ₐ-ₜ]*)*"
 _IDENT = re.compile(_ID)
-_WORD_TOKEN = re.compile(r"[^\s\[\](),:=⟨⟩]+")
 _TO_ADDITIVE = re.compile(r"(?<![\w.])to_additive(?![\w'])")
 _SIMPS = re.compile(r"(?<![\w.])simps!?(?![\w'])")
 _ALIGN = re.compile(r"^#align[ \t]+\S+[ \t]+(\S+)", re.MULTILINE)
@@ -304,7 +303,7 @@ class _Builder:
         if row is None:
             return
         for a in _attribute_args(mods, m0):
-            self.attribute(a, d.name, row, m0, d.end, stmt_end, d)
+            self.attribute(a, d.name, row, m0, d.end, stmt_end)
 
     def parents(self, d: Declaration) -> None:
         """`structure S extends A x, B` makes the fields `S.toA`, `S.toB`."""
@@ -332,11 +331,12 @@ class _Builder:
             k = c + 1
 
     def attribute(self, attr: tuple[str, int, int], src: str, row: dict, start: int, end: int,
-                  stmt_end: int, d: Declaration | None) -> None:
+                  stmt_end: int) -> None:
+        """One attribute of a declaration: `to_additive` makes a twin, `simps p q` lemmas."""
         text, a0, a1 = attr
         code = self.f.code
         if (m := _TO_ADDITIVE.match(code, a0)) and m.end() <= a1:
-            self.twin(src, code, m.start(), m.end(), a1, row, start, end, stmt_end, d)
+            self.twin(src, code, m.start(), m.end(), a1, row, start, end, stmt_end)
         elif (m := _SIMPS.match(code, a0)) and m.end() <= a1:
             names = [(w.group(), a0 + w.start()) for w in _IDENT.finditer(text, m.end() - a0)
                      if not _in_parens(text, w.start()) and w.group() not in ("config",)]
@@ -347,7 +347,9 @@ class _Builder:
                 self.scan.counts["@[simps] lemmas"] += 1
 
     def twin(self, src: str, code: str, word0: int, word1: int, stop: int, row: dict, start: int,
-             end: int, stmt_end: int, d: Declaration | None) -> None:
+             end: int, stmt_end: int) -> None:
+        """The additive twin of `src` from the `to_additive` word at [word0, word1) and its
+        arguments up to `stop`: `(attr := ..)`, `existing`, `self`, an explicit name."""
         i = word1
         explicit, e0 = None, None
         while i < stop:
@@ -422,7 +424,7 @@ class _Builder:
                     continue
                 for target, _ in targets:
                     src = self._resolve(target, m.start())
-                    rows = [r for r in self.scan.rows if r["full_name"] in (src, self.mangle_quiet(src))]
+                    rows = [r for r in self.scan.rows if r["full_name"] in (src, self._private_name(src))]
                     if not rows:
                         self.scan.uncertain[TWIN_TARGET_UNKNOWN] += 1
                         row = {"full_name": src}
@@ -432,9 +434,9 @@ class _Builder:
                         r0 = self.f.index(row["start"][0], row["start"][1] - 1) or m.start()
                         r1 = self.f.index(row["end"][0], row["end"][1] - 1) or stop
                         s1 = r1
-                    self.twin(src, code, attr[1], attr[1] + len("to_additive"), attr[2], row, r0, r1, s1, None)
+                    self.twin(src, code, attr[1], attr[1] + len("to_additive"), attr[2], row, r0, r1, s1)
 
-    def mangle_quiet(self, name: str) -> str:
+    def _private_name(self, name: str) -> str:
         return f"_private.{self.module}.0.{name}"
 
     def _resolve(self, written: str, at: int) -> str:
@@ -444,7 +446,7 @@ class _Builder:
         parts = ns.split(".") if ns else []
         for k in range(len(parts), -1, -1):
             cand = ".".join([*parts[:k], written])
-            if cand in self.names or self.mangle_quiet(cand) in self.names:
+            if cand in self.names or self._private_name(cand) in self.names:
                 return cand
         return ".".join([*parts, written])
 
