@@ -187,6 +187,7 @@ def test_corpus_of_a_lake_project(tmp_path, capsys):
                                  "irreducible_def equations (<name>_def, not listed)": 1,
                                  "to_additive names guessed (no explicit name, no #align)": 1}
     assert meta["imports_outside_corpus"] == {"unknown": 1, "Lean core": 1}
+    assert meta["unknown_imports"] == {"Mathlib.Tactic": 1}
     assert meta["by_kind"]["to_additive"] == 4 and meta["premises"] == 31
 
 

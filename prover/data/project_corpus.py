@@ -104,15 +104,21 @@ def build_rows(project: LakeProject, progress: bool = True,
     from prover.utils.progress import progress_bar
     by_module: dict[str, SourceFile] = {}
     duplicates = 0
+    first_duplicate = None
     for f in project.files:
         if f.module in by_module:
             duplicates += 1
+            first_duplicate = first_duplicate or (f.module, by_module[f.module].path, f.path)
             continue
         by_module[f.module] = f
+    if first_duplicate:
+        say(f"corpus: {duplicates} modules are declared by two files, e.g. {first_duplicate[0]} by "
+            f"{first_duplicate[1]} and {first_duplicate[2]}: the first is kept")
     scanned: dict[str, LeanFile] = {}
     problems: list[dict] = []
     imports: dict[str, list[str]] = {}
     outside: Counter = Counter()
+    unknown: Counter = Counter()
     with progress_bar(list(by_module.values()), desc="corpus: scan", unit="file", disable=not progress) as bar:
         for f in bar:
             try:
@@ -135,8 +141,11 @@ def build_rows(project: LakeProject, progress: bool = True,
             for m in lf.imports:
                 if m in by_module:
                     deps.append(by_module[m].path)
-                else:
-                    outside["Lean core" if m.split(".")[0] in LEAN_CORE else "unknown"] += 1
+                elif m.split(".")[0] in LEAN_CORE:
+                    outside["Lean core"] += 1
+                else:  # a package without sources, or a module no file declares
+                    outside["unknown"] += 1
+                    unknown[m] += 1
             imports[f.path] = list(dict.fromkeys(deps))
     cut = {p["path"]: p["line"] for p in problems}
     known: dict[str, str] = {}  # to_additive translations, in import order
@@ -163,6 +172,7 @@ def build_rows(project: LakeProject, progress: bool = True,
         "packages": per_package, "by_kind": dict(kinds.most_common()),
         "uncertain": dict(sorted(uncertain.items())), "derived": dict(sorted(counts.items())),
         "imports_outside_corpus": dict(outside),
+        "unknown_imports": dict(unknown.most_common(20)),  # the most imported, at most 20
         "problems": {"not_a_lake_project": 0 if project.is_lake else 1,
                      "packages_missing_sources": len(project.missing),
                      "files_unreadable": len(problems), "duplicate_modules": duplicates},
