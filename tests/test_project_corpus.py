@@ -166,6 +166,8 @@ def test_corpus_of_a_lake_project(tmp_path, capsys):
     assert by_name["neg_le_neg_iff"]["def_pos"] == _pos(DEFS, "to_additive (attr")
     assert by_name["neg_le_neg_iff"]["def_end_pos"] == _pos(DEFS, "to_additive (attr", len("to_additive"))
     assert by_name["neg_pos"]["def_pos"] == _pos(DEFS, "neg_pos")
+    assert [by_name[n]["to_additive_name"] for n in ("neg_le_neg_iff", "neg_pos", "AddMonoidHom.map_finsum_of_injective")] \
+        == ["guessed", "explicit", "align"]
     assert by_name["AddMonoidHom.map_finsum_of_injective"]["def_pos"] == _pos(DEFS, "to_additive]\ntheorem MonoidHom")
     assert by_name["sup_of_le_right"]["def_pos"] == _pos(DEFS, "sup_of_le_right")
     assert by_name["MeasureTheory.Measure.rnDeriv"]["def_pos"] == _pos(DEFS, "rnDeriv (")

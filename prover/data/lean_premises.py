@@ -6,8 +6,9 @@ where LeanDojo's corpus (Lean's own constants) goes beyond named declarations:
 - `private` names as Lean mangles them (`_private.<Module>.0.<name>`, as LeanDojo records them);
 - `@[to_additive]` twins (and `attribute [to_additive] x`): the name from an explicit argument,
   else from the `#align` line that follows the declaration (Mathlib before 2025 has them), else
-  guessed as Mathlib's `guessName` would (`prover.data.to_additive`); `def_pos` is the explicit
-  name, or the `to_additive` word, as Lean's declaration ranges of the twin;
+  guessed as Mathlib's `guessName` would (`prover.data.to_additive`), said in the row
+  (`to_additive_name`: explicit, align, guessed); `def_pos` is the explicit name, or the
+  `to_additive` word, as Lean's declaration ranges of the twin;
 - `alias a := b` and `alias ⟨a, b⟩ := iff`; `@[simps p q]` lemmas named `<decl>_p`;
 - `variable` binders in scope that the statement names go in front of its `args`.
 
@@ -376,20 +377,23 @@ class _Builder:
                 return
             explicit, e0 = word, m.start()
         name, ns_guessed = twin_name(src, explicit, self.known)
+        how = "explicit"
         if explicit is None:
             aligned = self._aligned_twin(src, end)
             if aligned is not None:
-                name, ns_guessed = aligned, False
+                name, ns_guessed, how = aligned, False, "align"
                 self.scan.counts["to_additive names from #align"] += 1
             else:
+                how = "guessed"
                 self.scan.uncertain[TWIN_GUESSED] += 1
         if ns_guessed:
+            how += ", namespace guessed"
             self.scan.uncertain[TWIN_NAMESPACE_GUESSED] += 1
         self.known[src] = name
         private = row["full_name"].startswith("_private.")
         n0, n1 = (e0, e0 + len(explicit)) if explicit else (word0, word1)
         if self.row(self.mangle(name, private), "to_additive", start, end, stmt_end, n0, n1,
-                    {"derived_from": row["full_name"]}) is not None:
+                    {"derived_from": row["full_name"], "to_additive_name": how}) is not None:
             self.scan.counts["to_additive twins"] += 1
 
     def _aligned_twin(self, src: str, end: int) -> str | None:
