@@ -335,27 +335,29 @@ def test_priors_rank_the_project_corpus_with_training_proofs_from_elsewhere(tmp_
         RetrieverSpec("bm25+usage+locality", str(folder), 5, {"device": "cpu"}).build()
 
 
-def test_prove_sorries_without_corpus_builds_the_projects(tmp_path, capsys):
-    """`prove-sorries SUBFOLDER --retriever bm25` with no --corpus: the corpus of the project
-    holding it (the nearest lean-toolchain up) is built; sorry files are found under the
-    subfolder and their contexts are the project's paths."""
+def test_prove_sorries_without_corpus_uses_the_projects(tmp_path):
+    """What `prove-sorries SUBFOLDER --retriever bm25` does without --corpus (its two steps; the
+    command itself is exercised in tests/test_prove_sorries.py): the corpus of the project
+    holding the subfolder (the nearest lean-toolchain up) is built once, and each sorry's
+    context is its file's path in that project."""
     import shutil
     from prover.commands.prove_sorries import _prefix_in_project
-    from tests.search_doubles import save_untrained_generator
+    from prover.config import load_config
+    from prover.search.project_premises import ensure_corpus
+    from prover.search.settings import SearchBenchmarkConfig
     repo = Path(__file__).resolve().parents[1]
     project = tmp_path / "lean_sorry_project"
     shutil.copytree(repo / "tests" / "fixtures" / "lean_sorry_project", project)
-    model = save_untrained_generator(tmp_path / "gen")
-    cache = tmp_path / "cache"
-    code = main(["prove-sorries", str(project / "SorryProject"), "--env", "replay", "--replay-traces",
-                 str(repo / "tests" / "fixtures" / "lean_sorry_project_proofs.json"), "--generator", str(model),
-                 "--retriever", "bm25", "--out", str(tmp_path / "out"), "search.max_expansions=1",
-                 "search.num_tactics=2", f"retriever.corpus_cache={cache}"])
-    assert code == 0
-    (folder,) = list(cache.iterdir())
-    rows = read_rows(folder)
-    assert {"SorryProject/Basic.lean", "SorryProject/Algebra.lean"} <= set(rows)
+    cfg = load_config(SearchBenchmarkConfig, None, ["retriever.name=bm25", f"retriever.corpus_cache={tmp_path / 'c'}",
+                                                    "progress=false"])
+    folder = Path(ensure_corpus(cfg, project))
+    assert cfg.retriever.corpus == str(folder) and folder.parent == tmp_path / "c"
+    assert {"SorryProject/Basic.lean", "SorryProject/Algebra.lean"} <= set(read_rows(folder))
     assert _prefix_in_project(project / "SorryProject", str(project)) == "SorryProject/"
     assert _prefix_in_project(project, str(project)) == ""
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert sum(report["counts"].values()) > 0
+    assert ensure_corpus(cfg, project) == str(folder)  # given (now) a corpus: kept as it is
+    cfg.retriever.name, cfg.retriever.corpus = "none", None
+    assert ensure_corpus(cfg, project) is None  # no retriever, no corpus
+    cfg.retriever.name = "bm25"
+    with pytest.raises(ValueError, match="needs a premise corpus: give --corpus"):
+        ensure_corpus(cfg, None)
