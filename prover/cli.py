@@ -117,6 +117,11 @@ def _cmd_data_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data_corpus(args: argparse.Namespace) -> int:
+    from prover.commands.data_corpus import run_corpus
+    return run_corpus(args.project, args.out, args.backend, args.overrides)
+
+
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     from prover.commands.benchmark import run_benchmark_command
     return run_benchmark_command(args)
@@ -189,6 +194,16 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--n-test", type=float, default=0.02, help="random split: count, or fraction if < 1")
     trace.add_argument("--seed", type=int, default=3407)
     trace.set_defaults(func=_cmd_data_trace)
+
+    corpus = data.add_parser("corpus", help="the premise corpus (corpus.jsonl, LeanDojo format) of a Lake "
+                             "project and its .lake/packages, read from the source (no Lean needed)")
+    corpus.add_argument("project", help="a Lake project folder (with .lake/packages for its dependencies)")
+    corpus.add_argument("--out", required=True, help="folder for corpus.jsonl and metadata.json")
+    corpus.add_argument("--backend", choices=["source", "repl"], default="source",
+                        help="source: scan the source (default); repl: then check the names against Lean's "
+                        "constants in the Lean REPL (needs the project built)")
+    corpus.add_argument("overrides", nargs="*", help="key=value settings, e.g. repl.repl_path=DIR")
+    corpus.set_defaults(func=_cmd_data_corpus)
 
     retr = sub.add_parser("retriever", help="premise retrieval").add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION")

@@ -131,3 +131,25 @@ class ScriptedSpec:
 
     def describe(self) -> str:
         return "scripted-test-double"
+
+
+class RecordingSpec(ScriptedSpec):
+    """TEST DOUBLE generator spec: a ScriptedTactics that also appends, for every request, the
+    state and the names of the premises it was given to `log` (one JSON line each), so a test
+    sees what the retriever ranked in the actors."""
+
+    def __init__(self, script: dict[str, list[str]], log: str) -> None:
+        super().__init__(script)
+        self.log = log
+
+    def build(self) -> ScriptedTactics:
+        inner, log = ScriptedTactics(self.script), self.log
+
+        class Recording:
+            def suggest(self, requests):
+                import json
+                with open(log, "a") as f:
+                    for state, premises in requests:
+                        f.write(json.dumps({"state": state, "premises": [p.full_name for p in premises]}) + "\n")
+                return inner.suggest(requests)
+        return Recording()

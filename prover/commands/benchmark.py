@@ -22,7 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "pass@1), leandojo (lean-dojo's Dojo, Lean before v4.12; pass@1) or replay "
                         "(a simulator over traced proofs; never pass@1)")
     p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
-    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
+    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches "
+                   "(default: the corpus of the Lean project the run is on, built from its source once; "
+                   "prover data corpus)")
     p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
     p.add_argument("--workers", type=int, default=None, help="ProverWorker actors")
     p.add_argument("--address", default=None,

@@ -60,7 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                   "sections (e.g. configs/search/default.yaml)")
     p.add_argument("--generator", default=None, help="trained generator folder (…/generator/model)")
     p.add_argument("--retriever", default=None, help="none (default), bm25, cfr, cfr+car, ...")
-    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches")
+    p.add_argument("--corpus", default=None, help="dataset folder whose corpus the retriever searches "
+                   "(default: the corpus of the Lean project the run is on, built from its source once; "
+                   "prover data corpus)")
     p.add_argument("--retriever-models", default=None, help="retriever training config of trained models")
     p.add_argument("--replay-traces", default=None,
                    help="--env replay: LeanDojo-format theorem records (a split .json) of the sorry theorems")
@@ -84,6 +86,7 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     from prover.env.repl_env import ReplEnv, ReplTarget
     from prover.env.repl_session import ReplSession, prepare
     from prover.sorries.patch import apply_patches, make_patch
+    from prover.search.project_premises import ensure_corpus
     from retriever.base import TheoremContext
 
     path = Path(args.path)
@@ -146,10 +149,14 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
         # Before any search: on a cache miss a Dojo would trace (hours) inside the first search.
         trace_ahead([(str(lean_project.top), lean_project.commit)], leandojo_cfg.build_deps,
                     progress=cfg.progress)
+    if todo:  # no --corpus: the corpus of the project itself, built from its source (once per state)
+        ensure_corpus(cfg, cfg.env.repl.project)
+    # The project corpus's paths are relative to the project; the sorries' to `root`.
+    prefix = _prefix_in_project(root, cfg.env.repl.project)
     premises = retriever_spec(cfg).build() if todo else None
     tactics = generator_spec(cfg).build() if todo else None
     attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
-                             context=lambda s: TheoremContext(s.file, (s.line, s.column + 1)),
+                             context=lambda s: TheoremContext(prefix + s.file, (s.line, s.column + 1)),
                              progress=cfg.progress, env=cfg.env.name)
     if session is not None:
         check_note = recheck_in_repl(attempts, root, session)
@@ -170,6 +177,15 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     print(report["check"])
     print(f"report: {out / 'report.md'}")
     return 0
+
+
+def _prefix_in_project(root: Path, project: str | None) -> str:
+    """`root`'s path inside the project folder, with a trailing `/` ('' at the top or outside)."""
+    try:
+        rel = root.resolve().relative_to(Path(project).resolve()) if project else Path(".")
+    except ValueError:
+        return ""
+    return "" if rel == Path(".") else rel.as_posix() + "/"
 
 
 def project_folder(start: Path) -> Path:

@@ -46,12 +46,19 @@ _WORD = re.compile(r"(?<![\w'!?.«])(?:#[A-Za-z_]\w*|[^\W\d][\w'!?.]*)")
 _COL0 = re.compile(r"^(?:@\[|#[A-Za-z_]|([^\W\d][\w'!?]*))", re.MULTILINE)
 _NAME = re.compile(r"\s*(«[^»]*»(?:\.[^\s(){}\[\]⦃⦄:,]+)*|[^\s(){}\[\]⦃⦄:,«]+)")
 _ARG = re.compile(r"[ \t]+(\S+)")
+_NEWLINE = re.compile("\n")
 _IMPORT = re.compile(r"^import[ \t]+([^\n]*)", re.MULTILINE)
 _OPEN_LINE = re.compile(r"^open[ \t]+([^\n]*)", re.MULTILINE)
 _IDENT = re.compile(r"[^\W\d][\w'!?]*(?:\.[^\W\d][\w'!?]*)*")
-_CTOR = re.compile(r"\|\s*([^\W\d][\w'!?]*)")
-_FIELD = re.compile(r"^([ \t]+)((?:[^\W\d][\w'!?]*[ \t]+)*[^\W\d][\w'!?]*)[ \t]*(?::|:=)", re.MULTILINE)
+_CTOR = re.compile(r"\|\s*(?:(?:protected|private)\s+)?([^\W\d][\w'!?]*)")
+# A field line: `f : T`, `f g : T`, `f (x : A) : T` (binders), `[inst : C]`, `{X Y : C}` (binder
+# fields). `f := v` without a type gives an inherited field a default: not a field of its own.
+_FIELD = re.compile(r"^([ \t]+)[\[{(⦃]?((?:[^\W\d][\w'!?]*[ \t]+)*[^\W\d][\w'!?]*)[ \t]*(?::(?!=)|(?=[({⦃]))",
+                    re.MULTILINE)
 _CTOR_RENAME = re.compile(r"\s*([^\W\d][\w'!?]*)\s*::")
+# `noncomputable irreducible_def f`: a column-0 declaration command after its modifiers.
+_MODIFIED_COL0 = re.compile(r"^(?:(?:noncomputable|private|protected)[ \t]+)+(irreducible_def)\b", re.MULTILINE)
+_PRIORITY = re.compile(r"\s*\(\s*priority\s*:=[^()]*\)")
 _OPEN_BR, _CLOSE_BR = "([{⦃⟨", ")]}⦄⟩"
 
 
@@ -82,7 +89,7 @@ class LeanFile:
     @classmethod
     def scan(cls, text: str, path: str) -> LeanFile:
         code = mask_non_code(text)
-        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
         imports = [m for line in _IMPORT.findall(code) for m in line.split()]
         return cls(path, text, code, scan_declarations(code), imports, starts)
 
@@ -199,6 +206,7 @@ def scan_declarations(code: str) -> list[Declaration]:
             boundaries.add(m.start())
         if word in _COLUMN0_DECLS:
             col0_decls.append((m.start(), word))
+    col0_decls += [(m.start(1), m.group(1)) for m in _MODIFIED_COL0.finditer(code)]
     events = col0_decls
     for m in _WORD.finditer(code):
         if m.group() in _EVENT_WORDS:
@@ -244,6 +252,8 @@ def scan_declarations(code: str) -> list[Declaration]:
         line_before = code[code.rfind("\n", 0, i) + 1:i].split()
         if word == "instance" and line_before and line_before[-1] == "deriving":
             continue
+        if word == "instance" and _in_brackets(code, i):  # `attribute [local instance 10] x`
+            continue
         kind = word
         if word == "class":
             m = re.compile(r"\s+(inductive|abbrev)\b").match(code, after)
@@ -255,6 +265,8 @@ def scan_declarations(code: str) -> list[Declaration]:
         namespaces = [s[1] for s in scopes if s[0] == "namespace" and s[1]]
         opens = tuple(o for s in scopes for o in s[2]) + tuple(pending_in)
         pending_in = []
+        if kind == "instance" and (m := _PRIORITY.match(code, after)):  # `instance (priority := 100) foo`
+            after = m.end()
         name, n0, n1 = ("", after, after) if kind == "example" else _name_at(code, after)
         if kind == "instance" and (not name or name.startswith(("(", "["))):
             name = ""
@@ -268,6 +280,11 @@ def scan_declarations(code: str) -> list[Declaration]:
         elif full and kind in ("structure", "class"):
             decls += _fields(code, decl)
     return decls
+
+
+def _in_brackets(code: str, i: int) -> bool:
+    line = code[code.rfind("\n", 0, i) + 1:i]
+    return line.count("[") > line.count("]")
 
 
 def _end_scope(scopes: list[tuple[str, str, list[str]]], name: str | None) -> None:
@@ -295,14 +312,16 @@ def _constructors(code: str, decl: Declaration) -> list[Declaration]:
 
 
 def _fields(code: str, decl: Declaration) -> list[Declaration]:
+    # `where`, or `:=` in structures written before Lean 4 settled on `where` (`structure Hom :=`).
     where = next((i for i in _depth0(code, decl.name_end, decl.end)
-                  if code.startswith("where", i) and not code[i - 1].isalnum()
-                  and (i + 5 >= len(code) or not code[i + 5].isalnum())), None)
+                  if (code.startswith("where", i) and not code[i - 1].isalnum()
+                      and (i + 5 >= len(code) or not code[i + 5].isalnum()))
+                  or code.startswith(":=", i)), None)
     ctor = Declaration("ctor", f"{decl.name}.mk", decl.start, decl.end, decl.name_start,
                        decl.name_end, decl.end, decl.namespaces, decl.opens)
     if where is None:
         return [ctor]
-    body = where + len("where")
+    body = where + (2 if code.startswith(":=", where) else len("where"))
     rename = _CTOR_RENAME.match(code, body)
     if rename:
         ctor = Declaration("ctor", f"{decl.name}.{rename.group(1)}", decl.start, decl.end,
@@ -317,6 +336,8 @@ def _fields(code: str, decl: Declaration) -> list[Declaration]:
     for k, m in enumerate(lines):
         stop = _trim_end(code, m.start(2), lines[k + 1].start() if k + 1 < len(lines) else decl.end)
         for w in re.finditer(r"[^\W\d][\w'!?]*", m.group(2)):
+            if w.group() in ("protected", "private"):  # `protected foo : T`: a modifier, not a field
+                continue
             s = m.start(2) + w.start()
             out.append(Declaration("field", f"{decl.name}.{w.group()}", s, stop, s, s + len(w.group()),
                                    stop, decl.namespaces, decl.opens))

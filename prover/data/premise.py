@@ -179,6 +179,8 @@ def _cut_body(text: str) -> str:
     """The type before a top-level `:=` (not a `let x :=` of the type itself), `where`,
     `deriving` or a match arm / constructor bar (`| pat => ...`; a bar with space on both
     sides, so `|a|` is kept)."""
+    if ":=" not in text and "|" not in text and "where" not in text and "deriving" not in text:
+        return text  # nothing can end the type (most theorem statements): no walk needed
     depth = 0
     lets = 0
     in_match = False  # `match x with | a => ..` inside the type: its bars are not arms

@@ -145,7 +145,14 @@ class ProverWorker:
 
 
 def _context(task: ProofTask) -> Any:
+    """Where the theorem may take premises from: a MiniF2F theorem, opened after its header,
+    from the modules the header imports; a theorem of a file, from before it in that file."""
     from retriever.base import TheoremContext
+    if task.repl is not None and task.repl.header:
+        from prover.search.project_premises import header_context
+        ctx = header_context(task.repl.header)
+        if ctx is not None:
+            return ctx
     t = task.theorem
     return TheoremContext(t.file_path, t.start)
 

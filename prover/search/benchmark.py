@@ -23,6 +23,7 @@ from prover.env.base import ENV_LEANDOJO, ENV_REPL
 from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.search.batching import BatchingConfig
+from prover.search.project_premises import ensure_corpus
 from prover.search.components import (env_spec, generator_spec, require_env,
                                       resolve_env, retriever_spec)
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
@@ -154,6 +155,7 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     env: EnvSettings = env_spec(cfg)
     if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
         memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
+    ensure_corpus(cfg)  # no --corpus: the premises of the project the run is on (built once)
     tasks = load_tasks(cfg.theorems)
     name = run_name(cfg)
     run_dir = Path(cfg.out_dir) / name

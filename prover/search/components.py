@@ -71,6 +71,7 @@ class RetrieverSpec:
     # `file::name` of the theorems being proved: the priors (usage, neighbors, the fusion's)
     # count no proof of theirs, so a search never sees its own proofs.
     exclude: tuple[str, ...] = ()
+    training_data: str | None = None  # whose training proofs the priors count (None: the corpus folder's)
 
     def build(self) -> PremiseSource:
         if self.name == NO_RETRIEVER:
@@ -87,7 +88,8 @@ class RetrieverSpec:
         # `data.root`: the priors (usage, neighbors, fusion) count the training proofs of this
         # dataset (retriever.usage_split, else random/train).
         retriever = build_retriever(self.name, corpus, OmegaConf.create(
-            {"retriever": section, "data": {"root": self.corpus, "exclude": list(self.exclude)}}))
+            {"retriever": section, "data": {"root": self.training_data or self.corpus,
+                                            "exclude": list(self.exclude)}}))
         log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
         return RetrieverPremises(retriever, self.k)
 
@@ -133,8 +135,9 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
     """From a benchmark config's `retriever` section; `exclude`: the theorems to be proved."""
     r = cfg.retriever
     section = {"models": r.models, "run_dir": r.run_dir, "device": r.device,
-               "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25}
-    return RetrieverSpec(r.name, r.corpus, r.k, section, tuple(exclude))
+               "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25,
+               "model_overrides": list(r.get("model_overrides") or [])}
+    return RetrieverSpec(r.name, r.corpus, r.k, section, tuple(exclude), r.get("training_data"))
 
 
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:

@@ -37,11 +37,20 @@ class RetrievalSettings:
     # none, bm25, bm25-plain, reprover, cfr, cfr-conventional, cfr+car, hybrid
     name: str = "none"
     k: int = 10  # premises retrieved per state (the generator keeps those that fit its input)
-    corpus: str | None = None  # dataset folder whose corpus.jsonl is searched
+    # Dataset folder whose corpus.jsonl is searched. null: the corpus of the project the run is
+    # on (env.repl.project; prove-sorries: the project), built from its source into corpus_cache
+    # once per project state (prover data corpus).
+    corpus: str | None = None
+    corpus_cache: str = "runs/corpora"
+    # Dataset whose training proofs the priors (usage, neighbors, the fusion's) count, matched to
+    # the corpus by premise name. null: the corpus folder's own (e.g. mathlib-src's random/train).
+    training_data: str | None = None
     models: str | None = None  # retriever training config naming the trained models' run_dir
     run_dir: str | None = None
     device: str = "auto"
     bm25: BM25Config = field(default_factory=BM25Config)
+    # Overrides of the training config `models` names, e.g. [reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small].
+    model_overrides: list[str] = field(default_factory=list)
 
 
 @dataclass

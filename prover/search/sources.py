@@ -57,6 +57,8 @@ class RetrieverPremises:
     A context whose file is not in the retriever's corpus (a theorem of another library, or a
     file left out of a small test corpus) cannot restrict premises to the accessible ones: it
     is dropped, and the state is ranked against the whole corpus. `contexts_dropped` counts it.
+    An imports context (a MiniF2F header's `import Mathlib`) names modules: they are resolved to
+    the corpus files that declare them, and their import closure is accessible.
     """
 
     def __init__(self, retriever: Retriever, k: int) -> None:
@@ -67,7 +69,15 @@ class RetrieverPremises:
         self.contexts_dropped = 0
 
     def _usable(self, ctx: TheoremContext | None) -> TheoremContext | None:
-        if ctx is not None and ctx.file_path not in self.retriever.corpus.file_index:
+        corpus = self.retriever.corpus
+        if ctx is not None and hasattr(ctx, "files"):  # ImportsContext: modules (or paths) imported
+            found = [corpus.find_file(m) for m in ctx.files]
+            paths = tuple(dict.fromkeys(corpus.files[i] for i in found if i is not None))
+            if not paths:
+                self.contexts_dropped += 1
+                return None
+            return type(ctx)(paths)
+        if ctx is not None and ctx.file_path not in corpus.file_index:
             self.contexts_dropped += 1
             return None
         return ctx

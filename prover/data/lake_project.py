@@ -1,0 +1,144 @@
+"""A Lake project on disk: its own source files and those of the packages in `.lake/packages`.
+
+Paths follow LeanDojo's corpus convention: the project's files relative to its root
+(`Mathlib/Data/Nat/Basic.lean`), a dependency's as `.lake/packages/<name>/<path>`
+(`lake-packages/` for Lake before v4.3). A file's module is its path from its package root.
+Only library sources are listed: top-level folders starting with a lower-case letter (`test`,
+`scripts`, `docs`) hold no modules a library imports, and build output, hidden folders and
+the Lake configuration are skipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+LAKEFILES = ("lakefile.lean", "lakefile.toml")
+MANIFEST = "lake-manifest.json"
+_PACKAGE_DIRS = (".lake/packages", "lake-packages")
+_SKIP_DIRS = frozenset((".lake", "lake-packages", "build", "_target"))
+
+
+class NotALakeProject(ValueError):
+    """The folder has no .lean file at all: there is nothing to build a corpus from."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # the corpus path (LeanDojo's convention)
+    module: str  # the Lean module name an `import` names
+    disk: Path
+    package: str
+
+
+@dataclass
+class LakeProject:
+    root: Path
+    name: str
+    is_lake: bool  # has a lakefile
+    files: list[SourceFile] = field(default_factory=list)
+    packages: dict[str, int] = field(default_factory=dict)  # package -> its .lean files
+    missing: list[dict] = field(default_factory=list)  # {package, message}: listed, no sources
+    manifest_text: str = ""
+
+    def key(self) -> str:
+        """What the corpus of this project depends on, as a short hash: the Lake manifest (the
+        dependencies' commits), the toolchain, and the project's own files (path, size, mtime)."""
+        h = hashlib.sha1(self.manifest_text.encode())
+        toolchain = self.root / "lean-toolchain"
+        if toolchain.is_file():
+            h.update(toolchain.read_bytes())
+        for f in self.files:
+            if f.package == self.name:
+                st = f.disk.stat()
+                h.update(f"{f.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return h.hexdigest()[:16]
+
+
+def _source_files(root: Path) -> list[Path]:
+    out = []
+    for folder, dirs, files in os.walk(root):
+        top = Path(folder) == root
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")
+                         and not (top and d[:1].islower()))
+        out += [Path(folder) / f for f in files if f.endswith(".lean") and not (top and f.startswith("lakefile"))]
+    return sorted(out)
+
+
+def _files_of(root: Path, package: str, prefix: str) -> list[SourceFile]:
+    out = []
+    for p in _source_files(root):
+        rel = p.relative_to(root).as_posix()
+        out.append(SourceFile(prefix + rel, rel.removesuffix(".lean").replace("/", "."), p, package))
+    return out
+
+
+def _manifest_packages(root: Path) -> tuple[str, list[dict]]:
+    path = root / MANIFEST
+    if not path.is_file():
+        return "", []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        log.warning("%s is not valid JSON: packages are taken from the package folders only", path)
+        return text, []
+    pkgs = data.get("packages", []) if isinstance(data, dict) else []
+    return text, [p for p in pkgs if isinstance(p, dict) and p.get("name")]
+
+
+def read_project(root: str | Path) -> LakeProject:
+    """The project at `root` and its packages. A folder without a lakefile is read as one
+    package (a warning; `is_lake` False); one without any .lean file raises NotALakeProject."""
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise NotALakeProject(f"{root}: not a folder")
+    is_lake = any((root / f).is_file() for f in LAKEFILES)
+    manifest_text, listed = _manifest_packages(root)
+    project = LakeProject(root, root.name, is_lake, manifest_text=manifest_text)
+    own = _files_of(root, root.name, "")
+    project.files += own
+    project.packages[root.name] = len(own)
+    seen_dirs: set[Path] = set()
+    for entry in listed:
+        name = str(entry["name"])
+        if entry.get("type") == "path" and entry.get("dir"):
+            disk, prefix = (root / entry["dir"]).resolve(), None
+        else:
+            disk, prefix = None, None
+            for base in _PACKAGE_DIRS:
+                if (root / base / name).is_dir():
+                    disk, prefix = root / base / name, f"{base}/{name}/"
+                    break
+        if disk is None or not disk.is_dir():
+            project.missing.append({"package": name, "message": "in lake-manifest.json but not in "
+                                    ".lake/packages (run lake update or lake exe cache get)"})
+            continue
+        seen_dirs.add(disk.resolve())
+        prefix = prefix or f"{_PACKAGE_DIRS[0]}/{name}/"
+        files = _files_of(disk, name, prefix)
+        if not files:
+            project.missing.append({"package": name, "message": f"{disk} holds no .lean source file"})
+            continue
+        project.files += files
+        project.packages[name] = len(files)
+    for base in _PACKAGE_DIRS:  # packages on disk that the manifest does not list (or no manifest)
+        folder = root / base
+        if not folder.is_dir():
+            continue
+        for d in sorted(folder.iterdir()):
+            if d.is_dir() and d.resolve() not in seen_dirs and not d.name.startswith("."):
+                files = _files_of(d, d.name, f"{base}/{d.name}/")
+                if files:
+                    project.files += files
+                    project.packages[d.name] = len(files)
+                else:
+                    project.missing.append({"package": d.name, "message": f"{d} holds no .lean source file"})
+    if not project.files:
+        raise NotALakeProject(f"{root}: no .lean source files in it or in .lake/packages")
+    return project
