@@ -171,3 +171,17 @@ def test_tiny_generator_stopped_by_its_budget_is_partial_then_resumes_to_an_unin
     assert [r["step"] for r in starts if r.get("event") == "start"] == [0, cut["steps"]]
     assert done["best_val_loss"] == whole["best_val_loss"]
     assert _weights(tmp_path / "cut") == _weights(tmp_path / "whole")
+
+
+def test_every_benchmark_refuses_a_partial_model_before_any_work(tmp_path):
+    from retriever.evaluation.benchmark import row_label
+    note = "partial: stopped by its budget at step 3 of 9"
+    assert row_label({"retriever": "cfr", "partial": {"cfr": note}}) == f"cfr (cfr {note})"
+    model = tmp_path / "generator/model"
+    model.mkdir(parents=True)
+    (model.parent / "summary.json").write_text(json.dumps({"stopped_by": "budget", "steps": 3, "planned_steps": 9}))
+    replay = benchmark_script("search_replay")
+    with pytest.raises(SystemExit) as refused:
+        replay.main(["--allow-dirty", "--config", str(REPO / "configs/search/replay_real.yaml"),
+                     "--results-dir", str(tmp_path / "results"), f"generator.model={model}"])
+    assert f"generator {note}" in str(refused.value) and not (tmp_path / "results").exists()
