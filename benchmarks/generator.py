@@ -14,7 +14,8 @@ machine. Writes benchmarks/results/generator-<dataset>-<split>.{json,md} and eac
 per-example outcomes under benchmarks/results/outcomes/. Conditions already in the JSON are
 kept (resume), --force redoes them. Each row records its own commit, command and config; a tree
 with uncommitted changes to code or configs is refused unless --allow-dirty, which marks the
-rows. A trained retriever whose models are missing is not run: its row is absent, with the
+rows; a model its time budget stopped before its planned step, unless --allow-partial, which marks
+the model's rows partial. A trained retriever whose models are missing is not run: its row is absent, with the
 one-line reason, in the files.
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ from prover.data.jsonio import load_json, write_json  # noqa: E402
 from prover.data.tactic_steps import tactic_level  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
 from prover.utils.runinfo import (machine, peak_rss_gib, provenance_lines, require_clean_tree,  # noqa: E402
-                                  row_provenance)
+                                  require_full_training, row_provenance)
 from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
 from retriever.registry import build_retriever, missing_training  # noqa: E402
 
@@ -140,7 +141,8 @@ def _with_ci(row: dict, key: str) -> str:
 
 def row_label(row: dict) -> str:
     dirty = (row.get("provenance") or {}).get("dirty")
-    return row["condition"] + (" (dirty tree)" if dirty else "")
+    return (row["condition"] + (" (dirty tree)" if dirty else "")
+            + (f" ({row['partial']})" if row.get("partial") else ""))
 
 
 def _pool_text(size: int | None) -> str:
@@ -269,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="recompute conditions already in the results file")
     p.add_argument("--allow-dirty", action="store_true",
                    help="run on uncommitted code or configs; the rows written are marked dirty")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="score a model its time budget stopped before the planned step; its rows are marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
@@ -277,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python benchmarks/generator.py", *(["--config", args.config] if args.config else []),
                         *args.overrides])
     plain_cfg = to_plain(cfg)
+    summary_path = Path(cfg.model).parent / "summary.json"
+    # Before any work: the recipe's model is the one at its planned step.
+    partial = require_full_training({"generator": load_json(summary_path) if summary_path.exists() else None},
+                                    args.allow_partial).get("generator")
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     stem = f"generator-{ds.name}-{cfg.data.split.replace('/', '-')}" + (f"-{cfg.results_tag}" if cfg.results_tag else "")
     out = Path(cfg.results_dir)
@@ -309,7 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     gen.premise_bonus = cfg.premise_bonus
     if cfg.neighbors_weight is not None and gen.neighbors is not None:
         gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
-    summary_path = Path(cfg.model).parent / "summary.json"
     n = cfg.num_samples
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
               "config": plain_cfg, "git_commit": commit, "machine": machine(),
@@ -380,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         write_outcomes(path, keys, values)
         per_example[cond] = {m: np.asarray(v, dtype=np.float64) for m, v in values.items()}
         row["provenance"] = row_provenance(commit, command, plain_cfg)
+        if partial and cond not in BASELINES:
+            row["partial"] = partial
         log.info("%s: EM@1 %.3f, EM@%d %.3f", cond, row["exact_match@1"], n, row[f"exact_match@{n}"])
         result["rows"].append(row)
         save()

@@ -7,6 +7,8 @@ Writes benchmarks/results/retrieval-<dataset>-<split>.{json,md} and per-query ra
 benchmarks/results/rankings/. Rows already in the JSON are kept (resume); --force redoes them.
 Each row records its own commit, command and config. A tree with uncommitted changes to code or
 configs is refused unless --allow-dirty, and rows written from one are marked dirty.
+A row built on a model its time budget stopped before its planned step is refused unless
+--allow-partial, and rows written from one are marked partial.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="recompute the named rows already in the results file (the others stay)")
     p.add_argument("--allow-dirty", action="store_true",
                    help="run on uncommitted code or configs; the rows written are marked dirty")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="score models their time budget stopped before the planned step; their rows are marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
@@ -34,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(RetrievalBenchmarkConfig, args.config, args.overrides)
     command = " ".join(["python benchmarks/retrieval.py", *(["--config", args.config] if args.config else []),
                         *args.overrides])
-    result = run_retrieval_benchmark(cfg, force=args.force, command=command)
+    result = run_retrieval_benchmark(cfg, force=args.force, command=command, allow_partial=args.allow_partial)
     print(markdown_table(result["rows"], f"{result['dataset']} {result['split']}"))
     return 0
 

@@ -15,7 +15,8 @@ expansion limit and within the models' budget.
 Per-theorem search records go to <out_dir>/replay-<retriever>/results.jsonl; a rerun resumes
 there. A trained retriever whose models are missing is not run: the files name it with the
 one-line reason. A tree with uncommitted changes to code or configs is refused unless
---allow-dirty, which marks the rows.
+--allow-dirty, which marks the rows; a generator its time budget stopped before its planned step,
+unless --allow-partial, which marks the rows searched with it.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ from prover.search.results import ResultsFile  # noqa: E402
 from prover.search.settings import SearchBenchmarkConfig, as_object, run_name  # noqa: E402
 from prover.search.theorems import load_source, load_tasks  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import machine, peak_rss_gib, require_clean_tree, row_provenance  # noqa: E402
+from prover.utils.runinfo import (machine, peak_rss_gib, require_clean_tree,  # noqa: E402
+                                  require_full_training, row_provenance)
 
 log = logging.getLogger("benchmarks.search_replay")
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="", help="names a second results file: search-replay-<dataset>-<split>-<tag>")
     p.add_argument("--allow-dirty", action="store_true",
                    help="run on uncommitted code or configs; the rows written are marked dirty")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="search with a generator its time budget stopped before the planned step; its rows are marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
@@ -67,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                         *(["--retrievers", args.retrievers] if args.retrievers != DEFAULT_RETRIEVERS else []),
                         *args.overrides])
     plain_cfg = OmegaConf.to_container(cfg, resolve=True)
+    summary = Path(cfg.generator.model or "").parent / "summary.json"
+    training = load_json(summary) if cfg.generator.model and summary.exists() else None
+    # Before any search: the recipe's generator is the one at its planned step.
+    partial = require_full_training({"generator": training}, args.allow_partial).get("generator")
     retrievers = [r.strip() for r in args.retrievers.split(",") if r.strip()]
 
     all_in_split = load_source(cfg.theorems.source, cfg.theorems.split, cfg.theorems.minif2f_path)
@@ -107,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             row, proved[name] = outcome_row(name, records, keys)
             row["run"] = str(Path(cfg.out_dir) / run_name(run_cfg))
             row["provenance"] = row_provenance(commit, command, plain_cfg)
+            if partial:
+                row["partial"] = partial
             rows.append(row)
             for k in keys:
                 per_theorem[k][name] = classify(records[k]) if k in records else "error"
@@ -119,8 +129,6 @@ def main(argv: list[str] | None = None) -> int:
 
     comparisons = add_intervals(rows, proved, [r for r in retrievers if r in proved])
     from retriever.evaluation.bootstrap import N_RESAMPLES, SEED
-    summary = Path(cfg.generator.model or "").parent / "summary.json"
-    training = load_json(summary) if cfg.generator.model and summary.exists() else None
     if training:
         training.pop("config", None)
         training.pop("augment", None)

@@ -129,7 +129,7 @@ def _train_generator(cfg: Any) -> None:
         training_neighbors(cfg).save(run.model_dir)
     summary = {"git_commit": git_commit(), "model": str(run.model_dir), "params": result.parameters,
                "train_split": cfg.train_split, "val_split": cfg.val_split, "train_pairs": len(inputs),
-               "val_pairs": len(v_in), "steps": progress.step, "epochs": progress.epoch, "done": progress.done,
+               "val_pairs": len(v_in), **result.record(), "epochs": progress.epoch, "done": progress.done,
                "workers": result.workers,
                "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
                "initial_val": progress.extra.get("initial_val"), "best_val_loss": progress.best_metric,

@@ -6,6 +6,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from prover.config import load_config
+from prover.utils.runinfo import partial_line
 
 
 def run_build_data(config: str | None, overrides: list[str], splits: list[str] | None, force: bool) -> int:
@@ -32,6 +33,8 @@ def run_train(config: str | None, overrides: list[str]) -> int:
     print(f"generator: {s['steps']} steps in {s['seconds']:.0f} s; val loss per byte "
           f"{'n/a' if init is None else f'{init:.3f}'} -> {s['best_val_loss']:.3f} (best)")
     print(f"model: {s['model']}; summary: {Path(cfg.run_dir) / 'generator' / 'summary.json'}")
+    if line := partial_line(s, "train"):
+        print(line)
     return 0
 
 

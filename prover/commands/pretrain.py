@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from prover.config import load_config
+from prover.utils.runinfo import partial_line
 from retriever.settings import RetrieverTrainConfig
 
 
@@ -27,6 +28,6 @@ def run_pretrain(config: str | None, overrides: list[str]) -> int:
     print(f"model + tokenizer: {model_dir}")
     print(f"summary: {model_dir.parent / 'summary.json'}; "
           f"log: {model_dir.parent / 'train_log.jsonl'}")
-    if not summary["done"]:
-        print("run the same command with a larger pretrain.max_minutes to continue")
+    if line := partial_line(summary, "pretrain"):
+        print(line)
     return 0

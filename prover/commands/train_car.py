@@ -11,6 +11,7 @@ import json
 import logging
 
 from prover.config import load_config
+from prover.utils.runinfo import partial_line
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger(__name__)
@@ -34,4 +35,6 @@ def run_train_car(config: str | None, overrides: list[str], first_stage_name: st
           f"val R@5 {first_stage.name} {summary['first_stage_val'].get('R@5')} -> "
           f"{first_stage.name}+car {summary['best_val_R@5']}")
     print(f"model: {model_dir}; summary: {model_dir.parent / 'summary.json'}")
+    if line := partial_line(summary, "car"):
+        print(line)
     return 0

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from prover.config import load_config
+from prover.utils.runinfo import partial_line
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,8 @@ def run_train_cfr(config: str | None, overrides: list[str]) -> int:
     summary = json.loads((model_dir.parent / "summary.json").read_text())
     print(json.dumps(summary, indent=2))
     print(f"model: {model_dir}")
+    if line := partial_line(summary, "cfr"):
+        print(line)
     return 0
 
 

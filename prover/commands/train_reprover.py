@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prover.config import load_config
+from prover.utils.runinfo import partial_line
 from retriever.settings import RetrieverTrainConfig
 
 
@@ -17,4 +18,6 @@ def run_train_reprover(config: str | None, overrides: list[str]) -> int:
           f"best val R@10 {'n/a' if best is None else f'{100 * best:.1f}%'}"
           f"{' (stopped by the time budget)' if summary['stopped_by_budget'] else ''}")
     print(f"model: {summary['model_dir']}; summary: {Path(cfg.run_dir) / 'reprover' / 'summary.json'}")
+    if line := partial_line(summary, "reprover"):
+        print(line)
     return 0

@@ -166,6 +166,7 @@ def markdown(result: dict) -> str:
         rate = _pct(r["rate"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
         o = r["outcomes"]
         dirty = " (dirty tree)" if (r.get("provenance") or {}).get("dirty") else ""
+        dirty += f" ({r['partial']})" if r.get("partial") else ""  # the generator's, issue 42
         lines.append(f"| {r['row']}{dirty} | {r['proved']} of {r['theorems']} | {rate} | {o['no_match']} "
                      f"| {o['budget_expansions']} | {o['budget_time']} | {o['error']} "
                      f"| {r['mean_expansions']} | {r['theorems_with_a_matched_tactic']} |")

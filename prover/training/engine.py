@@ -17,17 +17,23 @@ epoch, how to build one, its loss, and its evaluation. `fit` does everything els
   `select` kept in `model/`, checkpoints that resume mid-epoch with the same batches,
   the CPU-time budget (`Budget`), a labelled progress bar and `train_log.jsonl`.
 
+A recipe is its steps (or epochs), and its schedule ends there; the budget is only a guard. A
+run the budget stops is partial: the log, the terminal and the stage's summary say so
+(`Result.record`), and rerunning with a larger budget continues to the planned step.
+
 Batch plans and per-batch randomness are functions of (seed, epoch, batch), so a resumed run
 sees the batches it would have seen; a one-worker run on one CPU thread is byte-for-byte
-reproducible.
+reproducible, a run stopped by its budget and resumed included.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
+import shutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -112,6 +118,15 @@ class Result:
     device: str
     metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's
 
+    @property
+    def partial(self) -> bool:
+        return self.stopped_by == "budget"
+
+    def record(self) -> dict[str, Any]:
+        """What every stage's summary.json says about how its run ended."""
+        return {"stopped_by": self.stopped_by, "steps": self.progress.step,
+                "planned_steps": self.total_steps, "partial": self.partial}
+
 
 def optimizer_for(model: torch.nn.Module, recipe: Recipe) -> torch.optim.AdamW:
     params = [p for p in model.parameters() if p.requires_grad]
@@ -155,6 +170,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if r.schedule == "constant"
                  else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
     progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
+    if progress.extra.pop("budget_stop", None) is not None and workers.main:
+        _undo_stop_evaluation(run)
     if workers.world > 1:
         # Masks and dropout differ by worker (a checkpoint holds rank 0's random state only);
         # the weights all come from rank 0.
@@ -177,7 +194,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
 
     def save_checkpoint() -> None:
         budget.tick()
-        if workers.main:
+        # After a budget stop the checkpoint stays the one saved at the stop (see below).
+        if workers.main and not result.partial:
             run.save_checkpoint(model, optimizer, scheduler, progress)
 
     def evaluate() -> None:
@@ -242,7 +260,15 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     while progress.step < total:
         if workers.any(budget.exhausted()):
             result.stopped_by = "budget"
-            log.info("%s: budget of %s min spent at step %d", stage.label, r.max_minutes, progress.step)
+            # The checkpoint is the uninterrupted run's state at this step, saved before the
+            # stop's own evaluation (which an uninterrupted run does not make): a resumed run
+            # then continues exactly as if never stopped.
+            progress.extra["budget_stop"] = progress.step
+            if workers.main:
+                run.save_checkpoint(model, optimizer, scheduler, progress)
+            del progress.extra["budget_stop"]
+            if workers.main and r.select is not None and run.model_dir.exists():
+                save_dir_atomically(run.path / BEFORE_STOP, lambda tmp: _copy_into(run.model_dir, tmp))
             break
         epoch, micro = progress.epoch, plan(progress.epoch)
         b0, b1 = progress.batch_in_epoch, min(progress.batch_in_epoch + r.grad_accum, len(micro))
@@ -298,11 +324,31 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         stage.save(run, result.metrics)
     progress.done = progress.step >= total
     save_checkpoint()
+    if result.partial:
+        log.warning("%s: PARTIAL model: its budget of %s min stopped it at step %d of %d planned "
+                    "(stopped_by: budget); rerun with a larger max_minutes to continue to step %d",
+                    stage.label, r.max_minutes, progress.step, total, total)
     if workers.main:
-        run.log(event="stop", attempt=attempt, step=progress.step, stopped_by=result.stopped_by,
-                seconds=round(progress.seconds, 1))
+        run.log(event="stop", attempt=attempt, step=progress.step, planned_steps=total,
+                stopped_by=result.stopped_by, partial=result.partial, seconds=round(progress.seconds, 1))
     workers.barrier()
     return result
+
+
+BEFORE_STOP = "model.before_stop"  # in the run dir: the best model before a budget stop's evaluation
+
+
+def _copy_into(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+
+
+def _undo_stop_evaluation(run: RunDir) -> None:
+    """A budget stop evaluates the last step and may keep it as the best model; an uninterrupted
+    run never saw that model, so a resumed run puts back the best one from before the stop."""
+    kept = run.path / BEFORE_STOP
+    if kept.exists():
+        save_dir_atomically(run.model_dir, lambda tmp: _copy_into(kept, tmp))
+        shutil.rmtree(kept)
 
 
 @contextlib.contextmanager

@@ -116,3 +116,47 @@ def machine() -> dict:
 def peak_rss_gib() -> float:
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def stopped_by(summary: dict) -> str:
+    """How a training run ended, from its summary.json: "end" or "budget". Summaries from
+    before `stopped_by` was written say it by `stopped_by_budget` or `done`."""
+    if summary.get("stopped_by"):
+        return summary["stopped_by"]
+    if summary.get("stopped_by_budget") or summary.get("done") is False:
+        return "budget"
+    return "end"
+
+
+def partial_note(summary: dict) -> str:
+    """"" for a run that reached its planned step; else what the results say of its model."""
+    if stopped_by(summary) != "budget":
+        return ""
+    planned = summary.get("planned_steps", summary.get("total_steps"))
+    return f"partial: stopped by its budget at step {summary.get('steps')} of {planned or 'an unrecorded number'}"
+
+
+def partial_training(summaries: dict[str, dict | None]) -> dict[str, str]:
+    """stage -> its partial note, for each stage in `summaries` (stage -> summary.json, None
+    when missing) that its time budget stopped before its planned step."""
+    return {stage: note for stage, s in summaries.items() if s and (note := partial_note(s))}
+
+
+def require_full_training(summaries: dict[str, dict | None], allow_partial: bool) -> dict[str, str]:
+    """The partial stages a row is built on ({} for none); exits with a one-line error when
+    there are some and not `allow_partial`, since the recipe's model is the one at its planned
+    step and a budget-stopped one differs by machine. Call it before the row's work."""
+    partial = partial_training(summaries)
+    if partial and not allow_partial:
+        what = "; ".join(f"{stage} {note}" for stage, note in partial.items())
+        raise SystemExit(f"error: a partial model ({what}); rerun its training with a larger "
+                         "max_minutes to reach the planned step, or pass --allow-partial (rows are then marked partial)")
+    return partial
+
+
+def partial_line(summary: dict, section: str) -> str:
+    """The end-of-run line for a partial model ("" for a finished one); `section` is the
+    config section whose max_minutes stopped it."""
+    note = partial_note(summary)
+    return (f"PARTIAL model ({note}): not the recipe's model; rerun the same command with a larger "
+            f"{section}.max_minutes to continue to the planned step") if note else ""

@@ -18,7 +18,8 @@ from prover.config import to_plain
 from prover.data.dataset import Dataset
 from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib, provenance_lines, row_provenance
+from prover.utils.runinfo import (git_commit, machine, peak_rss_gib, provenance_lines, require_full_training,
+                                  row_provenance)
 from retriever.evaluation.cost import retriever_cost
 from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
 from retriever.evaluation.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
@@ -49,7 +50,9 @@ def results_stem(dataset: Dataset, split: str, tag: str = "") -> str:
     return f"retrieval-{dataset.name}-{split.replace('/', '-')}" + (f"-{tag}" if tag else "")
 
 
-def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") -> dict:
+def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", allow_partial: bool = False) -> dict:
+    """Score `cfg.retrievers` on one split. A row built on a model its time budget stopped
+    before its planned step is refused unless `allow_partial`, and then marked partial."""
     # The commit of the code this process runs: read before anything else, since the tree may
     # change while the data loads (the code is already imported by then).
     commit = git_commit()
@@ -98,6 +101,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
         # Checked before any work: a model trained on another strategy's train split has seen
         # the evaluated theorems' proofs (random/train holds most of novel_premises/test).
         training = training_summaries(cfg, TRAINED_BY[name]) if name in TRAINED_BY else None
+        partial = require_full_training(training, allow_partial) if training else {}
         if training:
             check_trained_on(ds, cfg.data.split, training, Path(training_config(cfg).run_dir))
         t1 = time.perf_counter()
@@ -113,6 +117,8 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "") ->
             row["robustness"] = robustness(retriever, queries, res.metrics, cfg)
         if training is not None:
             row["training"] = training
+        if partial:
+            row["partial"] = partial
         # The training record stays in row["training"] (the tables read it there).
         row["provenance"] = row_provenance(commit, command, plain_cfg)
         result["rows"].append(row)
@@ -239,12 +245,13 @@ def training_summaries(cfg: Any, stages: list[str]) -> dict:
 
 
 def row_label(row: dict) -> str:
-    """A row's name in the tables, marked when it was computed from uncommitted code or when
-    its training stopped inside its warm-up (not a baseline yet)."""
+    """A row's name in the tables, marked when it was computed from uncommitted code, when its
+    training stopped inside its warm-up (not a baseline yet) or before its planned step."""
     dirty = (row.get("provenance") or {}).get("dirty")
     why = under_trained(row)
+    partial = "; ".join(f"{stage} {note}" for stage, note in (row.get("partial") or {}).items())
     return (row["retriever"] + (" (dirty tree)" if dirty else "")
-            + (f" (under-trained: {why})" if why else ""))
+            + (f" (under-trained: {why})" if why else "") + (f" ({partial})" if partial else ""))
 
 
 def _footer(result: dict) -> str:

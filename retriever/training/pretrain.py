@@ -282,8 +282,7 @@ def _pretrain(cfg: RetrieverTrainConfig) -> None:
     steps_per_epoch = math.ceil(len(stage.micro_batches(0)) / pc.grad_accum)
     eval_loss = progress.extra.get("last_val", {}).get("loss")
     summary = {
-        "done": progress.done, "stopped_by": result.stopped_by, "steps": progress.step,
-        "total_steps": result.total_steps, "epochs": progress.step / steps_per_epoch,
+        "done": progress.done, **result.record(), "total_steps": result.total_steps, "epochs": progress.step / steps_per_epoch,
         "warmup_steps": pc.warmup_steps, "workers": result.workers,
         "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "attempts": progress.extra.get("attempts"), "train_loss": progress.extra.get("train_loss"),

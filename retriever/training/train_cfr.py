@@ -264,7 +264,7 @@ def _train_cfr(cfg: Any, init: str | Path | None = None,
         return
     progress = result.progress
     summary = {"similarity": c.similarity, "init": str(start), "done": progress.done,
-               "steps": progress.step, "epochs": progress.epoch, "seconds": round(progress.seconds, 1),
+               **result.record(), "epochs": progress.epoch, "seconds": round(progress.seconds, 1),
                "cpu_seconds": round(progress.cpu_seconds, 1), "workers": result.workers,
                "pairs": len(pairs), "params": result.parameters, "train_split": cfg.train_split,
                "val_split": cfg.val_split,

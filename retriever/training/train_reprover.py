@@ -161,7 +161,7 @@ def _train_reprover(cfg: Any) -> None:
                    for e in progress.extra.get("evaluations", [])]
     summary = {
         "retriever": "reprover", "best_val_R@10": progress.best_metric, "evaluations": evaluations,
-        "steps": progress.step, "epochs_completed": progress.epoch, "done": progress.done,
+        **result.record(), "epochs_completed": progress.epoch, "done": progress.done,
         "warmup_steps": rc.warmup_steps, "max_steps": rc.max_steps, "device": result.device,
         "workers": result.workers, "stopped_by_budget": result.stopped_by == "budget",
         "train_seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
