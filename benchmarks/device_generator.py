@@ -478,7 +478,8 @@ def train(cfg: Any, inputs: list[str], tactics: list[str], pool: list[str], devi
     log_rows = []
     if (run.path / "train_log.jsonl").exists():
         log_rows = [json.loads(x) for x in (run.path / "train_log.jsonl").read_text().splitlines() if x.strip()]
-    summary = {"size": size, "params": result.parameters, **result.record(), "epochs": round(result.progress.step * bs / max(len(inputs), 1), 3),
+    summary = {"size": size, "params": result.parameters, **result.record(),
+               "epochs": round(result.progress.step * bs / max(len(inputs), 1), 3),
                "train_pairs": len(inputs), "batch_size": bs, "train_split": cfg.train_split,
                "seconds": round(time.perf_counter() - t0, 1), "cpu_seconds": round(result.progress.cpu_seconds, 1),
                "device": str(device), "final_train_loss": next((r["loss"] for r in reversed(log_rows) if "loss" in r), None),

@@ -94,7 +94,7 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     assert "not pass@1" in (landed / "search-replay-mathlib-src-mini-random-test-device.md").read_text()
     with tarfile.open(out / "train.tgz") as tar:
         summary = json.loads(tar.extractfile("train/summary.json").read())
-    assert summary["steps"] == summary["planned_steps"] > 0 and summary["stopped_by"] == "end"
+    assert summary["steps"] == summary["planned_steps"] > 0 and summary["stopped_by"] == "end" and not summary["partial"]
     assert summary["size"] == sizing["chosen"]
 
 
