@@ -34,7 +34,6 @@ neighbors-tactic: no trained CFR travels); every row names it.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import logging
 import math
@@ -57,9 +56,9 @@ import numpy as np  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from prover.config import load_yaml  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
+from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl  # noqa: E402
 from prover.utils.logs import setup_logging  # noqa: E402
-from generator.settings import GeneratorTrainConfig, ModelConfig, NeighborsConfig  # noqa: E402
+from generator.settings import GeneratorTrainConfig, ModelConfig  # noqa: E402
 
 log = logging.getLogger("benchmarks.device_generator")
 
@@ -124,15 +123,8 @@ def load(path: str | Path, overrides: list[str] | None = None) -> Any:
     return cfg
 
 
-def _write_jsonl_gz(path: Path, rows: list) -> None:
-    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
-def _read_jsonl_gz(path: Path) -> list:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+def read_rows(path: Path) -> list:
+    return [row for _, row in iter_jsonl(path)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +172,7 @@ def pack(cfg: Any, out: Path) -> dict:
     corpus = ds.corpus()
     train_path, train_stats = build_split(cfg, cfg.train_split, ds, corpus)
     inputs, tactics = load_pairs(train_path)
-    _write_jsonl_gz(out / "train.jsonl.gz", [[i, t] for i, t in zip(inputs, tactics)])
+    write_jsonl(out / "train.jsonl.gz", [[i, t] for i, t in zip(inputs, tactics)])
     pool = frequent_targets(tactics, cfg.train.pool_size) if cfg.train.pool_size else []
     log.info("pack: %d training pairs", len(inputs))
 
@@ -234,9 +226,8 @@ def pack(cfg: Any, out: Path) -> dict:
                           "fusion": premises[f"{e.file_path}::{e.theorem}\n{normalize_ws(e.state)}"]}
                          for e in exs] for split, exs in splits.items()}
     for split, rows in eval_rows.items():
-        _write_jsonl_gz(out / f"eval-{split.replace('/', '-')}.jsonl.gz", rows)
-    with gzip.open(out / "lookup.json.gz", "wt", encoding="utf-8", compresslevel=9) as f:
-        json.dump({"neighbors": frozen.to_json(), "premises": premises, "replay": replay_rows}, f, ensure_ascii=False)
+        write_jsonl(out / f"eval-{split.replace('/', '-')}.jsonl.gz", rows)
+    write_json(out / "lookup.json.gz", {"neighbors": frozen.to_json(), "premises": premises, "replay": replay_rows})
     manifest = {
         "git_commit": git_commit(), "dataset": Path(str(cfg.data.root)).name,
         "config": OmegaConf.to_container(cfg, resolve=True), "train_pairs": len(inputs),
@@ -679,10 +670,9 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str) -> i
     clock = Clock(deadline)
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((pack_dir / "manifest.json").read_text())
-    pairs = _read_jsonl_gz(pack_dir / "train.jsonl.gz")
+    pairs = read_rows(pack_dir / "train.jsonl.gz")
     inputs, tactics = [p[0] for p in pairs], [p[1] for p in pairs]
-    with gzip.open(pack_dir / "lookup.json.gz", "rt", encoding="utf-8") as f:
-        lookup = json.load(f)
+    lookup = load_json(pack_dir / "lookup.json.gz")
     frozen = FrozenNeighbors.from_json(lookup["neighbors"])
     device = pick_device(cfg.device)
     commit = git_commit()
@@ -721,7 +711,7 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str) -> i
     gen.neighbors = frozen
     # 3-5. scoring
     splits = list(cfg.lease.eval_splits)
-    evals = {s: _read_jsonl_gz(pack_dir / f"eval-{s.replace('/', '-')}.jsonl.gz") for s in splits}
+    evals = {s: read_rows(pack_dir / f"eval-{s.replace('/', '-')}.jsonl.gz") for s in splits}
     if splits:
         em_split(gen, frozen, splits[0], evals[splits[0]], ctx, clock, out)
     if cfg.lease.replay_split and lookup["replay"] and clock.left() > 30:

@@ -21,6 +21,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import device_generator as dg  # noqa: E402
+from generator.settings import NeighborsConfig  # noqa: E402
 
 BLOCKER = """
 import importlib.abc, sys
@@ -45,10 +46,10 @@ def test_pack_holds_every_state_the_run_asks_about(tiny_pack):
     out, manifest = tiny_pack
     assert manifest["train_pairs"] > 1000 and manifest["pool"]
     assert manifest["eval_splits"]["random/test"]["examples"] == 12
-    lookup = json.loads(__import__("gzip").open(out / "lookup.json.gz", "rt").read())
+    lookup = dg.load_json(out / "lookup.json.gz")
     assert len(lookup["replay"]) == manifest["replay_theorems"] == 4
     nearest = {state for state, _ in lookup["neighbors"]["nearest"]}
-    rows = dg._read_jsonl_gz(out / "eval-random-test.jsonl.gz")
+    rows = dg.read_rows(out / "eval-random-test.jsonl.gz")
     from prover.env.base import normalize_ws
     assert all(normalize_ws(r["state"]) in nearest for r in rows)  # no neighbour lookup can miss
     assert all(len(r["fusion"]) == 5 for r in rows)  # lease.k premises of the fusion per state
@@ -102,7 +103,7 @@ def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):
     """Past the deadline no condition starts, and the files still say which and why."""
     clock = dg.Clock(0.0)
     gen = SimpleNamespace(pool=[], input_cfg=SimpleNamespace(max_bytes=256))
-    frozen = SimpleNamespace(cfg=dg.NeighborsConfig(k=5), distribution=lambda s: {})
+    frozen = SimpleNamespace(cfg=NeighborsConfig(k=5), distribution=lambda s: {})
     ctx = {"lease": OmegaConf.structured(dg.LeaseConfig(num_samples=4)), "commit": "0000000-test", "machine": {}, "kind": "",
            "dataset": "d", "fusion": "f", "command": "c", "train_pairs": 1, "train_split": "random/train",
            "training": {"params": 1}}
