@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from prover.data.lean_decls import LeanFile
 
@@ -156,23 +153,3 @@ def lean_check(rows: list[dict], module_of: dict[str, str], disk_of: dict[str, P
             return None
 
     return check_rows(rows, constants, module_of, read)
-
-
-class LeanUnavailable(RuntimeError):
-    """--backend repl without a Lean toolchain (lake) on this machine."""
-
-
-@contextmanager
-def open_command_runner(project: Path, cfg: Any = None) -> Iterator[RunCommand]:
-    """`run_command(cmd)` in a Lean REPL started in `project` (built once first);
-    `cfg`: a `ReplConfig` (None: its defaults)."""
-    from prover.env import leandojo_env
-    from prover.env.repl_session import ReplConfig, ReplSession, prepare
-    if not leandojo_env.lean_toolchain_available(need_lean=False):
-        raise LeanUnavailable("--backend repl asks Lean for its constants, and no Lean toolchain (lake, "
-                              "or elan) was found on this machine; --backend source needs none")
-    session = ReplSession(prepare(replace(cfg or ReplConfig(), project=str(project))))
-    try:
-        yield lambda cmd: session.command(cmd)
-    finally:
-        session.close()
