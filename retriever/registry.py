@@ -121,7 +121,7 @@ def _dense_neighbors_from(corpus: Corpus, cfg: Any, theorems: list, locality: Re
     from retriever.models.cfr import CFREncoder, model_fingerprint
     from retriever.models.dense_neighbors import DenseNeighborRetriever
     from retriever.training.train_cfr import cfr_config
-    from prover.training.run import pick_device
+    from prover.utils.device import pick_device
     require_trained("neighbors-cfr", cfg)
     tc = training_config(cfg)
     model = Path(tc.run_dir) / "cfr-conventional" / "model"
@@ -349,7 +349,7 @@ def _rerank_with_car(first: Retriever, trained_over: str, cfg: Any, weight: floa
     run), ordered by z(CAR) + weight·z(first stage); a CAR trained over another list is refused."""
     from retriever.models.car import RerankRetriever
     from retriever.training.train_car import car_run_dir
-    from prover.training.run import pick_device
+    from prover.utils.device import pick_device
     tc = training_config(cfg)
     car = car_run_dir(tc.run_dir, trained_over) / "model"
     rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)

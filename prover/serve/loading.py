@@ -119,7 +119,7 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
     from retriever.models.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
     from retriever.training.train_car import car_run_dir
-    from prover.training.run import pick_device
+    from prover.utils.device import pick_device
     tc = training_config(registry_cfg)
     # The CAR trained over the config's first stage (car.first_stage) serves every first stage.
     car_dir = car_run_dir(run_dir, tc.car.first_stage) / "model" if run_dir else None

@@ -34,7 +34,7 @@ from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.models.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
 from retriever.models.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
-from prover.training.run import pick_device
+from prover.utils.device import pick_device
 
 SMALL_BATCH = 4  # states per retrieve() call that encode on one thread (see encode_states)
 log = logging.getLogger(__name__)

@@ -40,7 +40,8 @@ from retriever.settings import CFRConfig
 from retriever.models.text import format_state
 from prover.training.engine import Recipe, Stage, begin, fit, fp32
 from prover.training.launch import launch
-from prover.training.run import RunDir, epoch_order, save_dir_atomically
+from prover.training.run import RunDir, epoch_order
+from prover.utils.files import save_dir_atomically
 
 log = logging.getLogger(__name__)
 
