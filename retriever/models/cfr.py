@@ -19,10 +19,12 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 from torch import nn
 from transformers import BertModel, PreTrainedTokenizerFast
 
@@ -41,6 +43,11 @@ log = logging.getLogger(__name__)
 
 SIMILARITIES = ("fine", "conventional")
 CFR_JSON = "cfr.json"
+
+
+def cfr_config(cfg: Any) -> CFRConfig:
+    """`cfg.cfr` as a plain CFRConfig (from an OmegaConf node or as is)."""
+    return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
 
 
 class CFREncoder(nn.Module):
