@@ -1,4 +1,4 @@
-"""What every training run here shares: seeds, device, checkpoints that resume, a JSONL log,
+"""What every training run here shares: seeds, bf16 autocast, checkpoints that resume, a JSONL log,
 and a wall-clock budget.
 
 A run directory holds `checkpoint/` (model, optimizer, scheduler, RNG states, progress),
