@@ -665,7 +665,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
 def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str) -> int:
     import torch
     from generator.neighbors import FrozenNeighbors
-    from prover.training.run import pick_device
+    from prover.utils.device import pick_device
     from prover.utils.runinfo import git_commit, machine
     clock = Clock(deadline)
     out.mkdir(parents=True, exist_ok=True)

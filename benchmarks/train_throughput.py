@@ -29,7 +29,7 @@ from prover.config import load_config
 from prover.data.jsonio import write_json
 from prover.utils.runinfo import git_commit, machine
 from retriever.settings import RetrieverTrainConfig
-from retriever.training.train_car import car_run_dir
+from retriever.models.car import car_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Beside a generator's config.json: a learned candidate ranker (generator/rerank.py; none is
+# shipped). Named here so loading a model checks for one without importing the ranker.
+RANKER_MODEL = "candidate_ranker.txt"
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:

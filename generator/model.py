@@ -26,20 +26,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
-from generator.candidate import Candidate
+from generator.candidate import RANKER_MODEL, Candidate
 from generator.inputs import format_input, normalize_tactic
-from generator.instantiate import filled
 from generator.neighbors import TacticNeighbors, vote
-from generator.rerank import CandidateRanker
 from generator.settings import InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
 from prover.data.tactic_steps import name_pattern
+
+if TYPE_CHECKING:  # tried, not shipped (issue 28): imported only where a model or option uses it
+    from generator.rerank import CandidateRanker
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +179,9 @@ class TacticGenerator:
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
         neighbors = TacticNeighbors.load(path) if local else None
         gen = cls(model, input_cfg or InputConfig(), device, pool, neighbors)
-        gen.ranker = CandidateRanker.load(path) if local else None
+        if local and (Path(path) / RANKER_MODEL).exists():
+            from generator.rerank import CandidateRanker  # only a folder holding a ranker loads it
+            gen.ranker = CandidateRanker.load(path)
         return gen
 
     def save_pretrained(self, path: str | Path) -> None:
@@ -365,7 +369,7 @@ class TacticGenerator:
             near = [vote([(self.neighbors.tactics[d], score) for d, score in ns], self.neighbors.cfg.temperature)
                     if ns else {} for ns in nearest]
             shown = premises[lo: lo + batch_size] if premises is not None else [() for _ in chunk]
-            extra = [filled(self.neighbors, ns, names, self.instantiate) if ns else [] for ns, names in zip(nearest, shown)]
+            extra = _instantiated(self.neighbors, nearest, shown, self.instantiate)
             beams = [texts[i * num_samples: (i + 1) * num_samples] for i in range(len(chunk))]
             cands = [list(dict.fromkeys(t for t in beams[i] + pool
                                         + [t for t in [*near[i], *extra[i]] if t.startswith(prefix)] if t.strip()))
@@ -380,6 +384,15 @@ class TacticGenerator:
         if was_training:
             self.model.train()
         return out
+
+
+def _instantiated(neighbors: TacticNeighbors | None, nearest: list, shown: Sequence, m: int) -> list[list[str]]:
+    """Per state, the neighbours' one-premise tactics filled with the top `m` premises shown
+    (generator/instantiate.py, tried and not shipped: imported only when `m` > 0)."""
+    if m <= 0:
+        return [[] for _ in nearest]
+    from generator.instantiate import filled
+    return [filled(neighbors, ns, names, m) if ns else [] for ns, names in zip(nearest, shown)]
 
 
 def save_pool(path: str | Path, tactics: Sequence[str]) -> None:

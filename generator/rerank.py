@@ -23,11 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.candidate import Candidate
+from generator.candidate import RANKER_MODEL, Candidate
 from generator.inputs import normalize_tactic
 from prover.data.errors import UserInputError
 
-RANKER_MODEL = "candidate_ranker.txt"
 RANKER_SETTINGS = "candidate_ranker.json"
 
 # The first word of a tactic, as a category: which tactics beam search, the pool or the

@@ -120,8 +120,8 @@ def _dense_neighbors_from(corpus: Corpus, cfg: Any, theorems: list, locality: Re
     from prover.data.tactic_steps import tactic_level as split_tactics
     from retriever.models.cfr import CFREncoder, model_fingerprint
     from retriever.models.dense_neighbors import DenseNeighborRetriever
-    from retriever.training.train_cfr import cfr_config
-    from prover.training.run import pick_device
+    from retriever.models.cfr import cfr_config
+    from prover.utils.device import pick_device
     require_trained("neighbors-cfr", cfg)
     tc = training_config(cfg)
     model = Path(tc.run_dir) / "cfr-conventional" / "model"
@@ -215,7 +215,7 @@ _CFR_STAGES = {"cfr": ("a trained CFR", ""),
 def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
     """The stages of the run folder of training config `tc` (pretrain, then train-cfr, then
     index and train-car; train-reprover alone), named as in `_NEEDS`."""
-    from retriever.training.train_car import car_run_dir
+    from retriever.models.car import car_run_dir
     run = Path(tc.run_dir)
     pretrain = _Stage("a pre-trained encoder", run / "pretrain" / "model", "pretrain")
     out = {"pretrain": pretrain}
@@ -333,7 +333,7 @@ def require_trained(name: str, cfg: Any, index: bool = False, hint: str | None =
 def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     def build(corpus: Corpus, cfg: Any) -> Retriever:
         from retriever.models.cfr import CFRRetriever
-        from retriever.training.train_cfr import cfr_config
+        from retriever.models.cfr import cfr_config
         sub = "cfr" if similarity == "fine" else "cfr-conventional"
         require_trained(sub, cfg)
         tc = training_config(cfg)
@@ -348,8 +348,8 @@ def _rerank_with_car(first: Retriever, trained_over: str, cfg: Any, weight: floa
     """`first`'s top k1 re-ranked by the CAR trained over `trained_over` (its folder in the
     run), ordered by z(CAR) + weight·z(first stage); a CAR trained over another list is refused."""
     from retriever.models.car import RerankRetriever
-    from retriever.training.train_car import car_run_dir
-    from prover.training.run import pick_device
+    from retriever.models.car import car_run_dir
+    from prover.utils.device import pick_device
     tc = training_config(cfg)
     car = car_run_dir(tc.run_dir, trained_over) / "model"
     rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)

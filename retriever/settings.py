@@ -97,7 +97,7 @@ class CARConfig:
     init: str | None = None
     # The registered retriever CAR mines hard negatives from and re-ranks: `cfr` (the paper's
     # fine-grained CFR) or `cfr-conventional`. The model goes to `<run_dir>/car` over `cfr`,
-    # `<run_dir>/car-<name without cfr->` over any other (see train_car.car_run_dir), so both
+    # `<run_dir>/car-<name without cfr->` over any other (see models/car.py's car_run_dir), so both
     # can be trained in one run folder; the benchmark names rows `cfr+car`,
     # `cfr-conventional+car`.
     first_stage: str = "cfr"

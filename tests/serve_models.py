@@ -20,7 +20,7 @@ from retriever.models.cfr import CFREncoder
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import premise_text
 from retriever.models.tokenizer import train_tokenizer
-from retriever.training.train_cfr import cfr_config
+from retriever.models.cfr import cfr_config
 
 TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
 

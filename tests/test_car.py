@@ -20,11 +20,11 @@ from prover.data.errors import UserInputError
 from prover.data.pairs import state_premise_pairs
 from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.baselines.bm25 import BM25Retriever
-from retriever.models.car import CARScorer, RerankRetriever, car_loss, truncate_pair
+from retriever.models.car import CARScorer, RerankRetriever, car_loss, car_run_dir, truncate_pair
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import train_tokenizer
-from retriever.training.train_car import CARData, car_run_dir, group_loss, mine_hard_negatives, train_car
+from retriever.training.train_car import CARData, group_loss, mine_hard_negatives, train_car
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
@@ -405,7 +405,7 @@ def test_car_folder_is_named_for_its_first_stage():
 def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, encoder, tmp_path):
     from retriever.models.cfr import CFREncoder
     from retriever.registry import build_retriever
-    from retriever.training.train_cfr import cfr_config
+    from retriever.models.cfr import cfr_config
     corpus = mini[0]
     run = tmp_path / "run"
     cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
@@ -453,7 +453,7 @@ def test_fusion_car_reranks_the_fitted_fusions_head_with_the_car_of_its_cfr(mini
     with pytest.raises(UserInputError, match="train-car --first-stage cfr-conventional"):
         build_retriever("fusion+car", corpus, cfg)
     from retriever.models.cfr import CFREncoder
-    from retriever.training.train_cfr import cfr_config
+    from retriever.models.cfr import cfr_config
     CFREncoder.from_pretrained(encoder, replace(cfr_config(cfg), similarity="conventional")).save_pretrained(
         run / "cfr-conventional" / "model")  # the CFR that CAR's negatives came from
     scorer = CARScorer.from_encoder(encoder, 64)

@@ -15,7 +15,8 @@ import torch
 from conftest import DATA_ROOT, REPO, benchmark_script, require
 from prover.config import load_config
 from prover.training.engine import BEFORE_STOP, Recipe, Stage, fit
-from prover.training.run import Budget, RunDir, save_dir_atomically
+from prover.training.run import Budget, RunDir
+from prover.utils.files import save_dir_atomically
 from prover.training.workers import Workers
 from prover.utils.runinfo import partial_line, partial_training, require_full_training
 

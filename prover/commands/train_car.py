@@ -3,7 +3,7 @@
 Reads a retriever training config (`configs/retriever/{tiny,small,paper}.yaml`); the model
 starts from `car.init`, else `<run_dir>/pretrain/model`. The first stage is `--first-stage`,
 else `car.first_stage`. Rerunning the same command resumes from the checkpoint in
-`train_car.car_run_dir` (`<run_dir>/car/` over `cfr`).
+`retriever.models.car.car_run_dir` (`<run_dir>/car/` over `cfr`).
 """
 from __future__ import annotations
 

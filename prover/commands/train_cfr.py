@@ -39,9 +39,9 @@ def run_index(config: str | None, overrides: list[str], out: str | None = None) 
     import numpy as np
 
     from prover.data.dataset import Dataset
-    from retriever.models.cfr import CFRRetriever
+    from retriever.models.cfr import CFRRetriever, cfr_config
     from retriever.models.faiss_index import PremiseIndex
-    from retriever.training.train_cfr import cfr_config, cfr_run_dir
+    from retriever.training.train_cfr import cfr_run_dir
     model_dir = cfr_run_dir(cfg) / "model"
     if not (model_dir / "config.json").exists():
         raise FileNotFoundError(f"no trained CFR model at {model_dir}; run `prover retriever train-cfr` first")

@@ -118,7 +118,7 @@ class GeneratorSpec:
         if not (Path(self.model) / "config.json").exists():
             raise FileNotFoundError(f"no trained generator at {self.model} (expected config.json there)")
         from generator.model import TacticGenerator
-        from prover.training.run import pick_device
+        from prover.utils.device import pick_device
         gen = TacticGenerator.load(self.model, device=pick_device(self.device))
         if gen.neighbors is not None and self.exclude:
             gen.neighbors.exclude(self.exclude)

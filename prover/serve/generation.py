@@ -81,7 +81,7 @@ class ServedGenerator:
 def load_generators(cfgs: Sequence[Any], device: str) -> dict[str, ServedGenerator]:
     """The configured generators by name; a UserInputError, naming the entry, for a bad one."""
     from generator.model import TacticGenerator
-    from prover.training.run import pick_device
+    from prover.utils.device import pick_device
     served: dict[str, ServedGenerator] = {}
     for i, cfg in enumerate(cfgs):
         where = f"generators[{i}]"

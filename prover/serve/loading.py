@@ -118,8 +118,8 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
     """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
     from retriever.models.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
-    from retriever.training.train_car import car_run_dir
-    from prover.training.run import pick_device
+    from retriever.models.car import car_run_dir
+    from prover.utils.device import pick_device
     tc = training_config(registry_cfg)
     # The CAR trained over the config's first stage (car.first_stage) serves every first stage.
     car_dir = car_run_dir(run_dir, tc.car.first_stage) / "model" if run_dir else None

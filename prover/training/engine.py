@@ -40,7 +40,8 @@ import numpy as np
 import torch
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
-from prover.training.run import Budget, Progress, RunDir, mixed_precision, save_dir_atomically, set_seed
+from prover.training.run import Budget, Progress, RunDir, mixed_precision, set_seed
+from prover.utils.files import save_dir_atomically
 from prover.training.settings import TrainerConfig
 from prover.training.workers import Workers
 from prover.utils.progress import progress_bar

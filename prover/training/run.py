@@ -1,4 +1,4 @@
-"""What every training run here shares: seeds, device, checkpoints that resume, a JSONL log,
+"""What every training run here shares: seeds, bf16 autocast, checkpoints that resume, a JSONL log,
 and a wall-clock budget.
 
 A run directory holds `checkpoint/` (model, optimizer, scheduler, RNG states, progress),
@@ -12,11 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import random
-import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,36 +22,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from prover.utils.files import save_dir_atomically
+
 log = logging.getLogger(__name__)
-
-
-def save_dir_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Run `write(tmp)` into a temp folder, then swap it in for `path`: a kill mid-save
-    keeps the previous folder whole instead of leaving half a model."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    write(tmp)
-    old = path.with_name(path.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if path.exists():
-        os.replace(path, old)
-    os.replace(tmp, path)
-    shutil.rmtree(old, ignore_errors=True)
-    return path
 
 
 def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def pick_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def mixed_precision(device: torch.device) -> contextlib.AbstractContextManager:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from prover.training.run import pick_device
+from prover.utils.device import pick_device
 
 
 class Workers:

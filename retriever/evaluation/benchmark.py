@@ -28,7 +28,7 @@ from retriever.evaluation.evaluate import (CI_METRICS, comparison_table, evaluat
 from retriever.registry import build_retriever, training_config
 from retriever.evaluation.robustness import perturbed_queries
 from retriever.evaluation.trained_on import check_trained_on
-from retriever.training.train_car import car_run_dir
+from retriever.models.car import car_run_dir
 
 # Which training runs (folders under the models' run_dir) a row's numbers depend on.
 TRAINED_BY = {"cfr": ["pretrain", "cfr"], "cfr-conventional": ["pretrain", "cfr-conventional"],

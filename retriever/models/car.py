@@ -33,6 +33,14 @@ log = logging.getLogger(__name__)
 CAR_META = "car.json"
 
 
+def car_run_dir(run_dir: str | Path, first_stage: str) -> Path:
+    """`<run_dir>/car` for CAR over `cfr` (the paper's), `<run_dir>/car-conventional` over
+    `cfr-conventional`, `<run_dir>/car-<name>` over any other registered first stage: a CAR
+    model is trained on one first stage's mistakes, so each has its own folder."""
+    suffix = "" if first_stage == "cfr" else "-" + first_stage.removeprefix("cfr-")
+    return Path(run_dir) / f"car{suffix}"
+
+
 def car_loss(logits: torch.Tensor) -> torch.Tensor:
     """−log(Pr(s,p⁺) / Σ_{p'} Pr(s,p')) with Pr = sigmoid(logit), averaged over the batch.
 

@@ -19,10 +19,12 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 from torch import nn
 from transformers import BertModel, PreTrainedTokenizerFast
 
@@ -34,13 +36,18 @@ from retriever.base import RankedPremise, Retriever, TheoremContext
 from retriever.models.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
 from retriever.models.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
-from prover.training.run import pick_device
+from prover.utils.device import pick_device
 
 SMALL_BATCH = 4  # states per retrieve() call that encode on one thread (see encode_states)
 log = logging.getLogger(__name__)
 
 SIMILARITIES = ("fine", "conventional")
 CFR_JSON = "cfr.json"
+
+
+def cfr_config(cfg: Any) -> CFRConfig:
+    """`cfg.cfr` as a plain CFRConfig (from an OmegaConf node or as is)."""
+    return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
 
 
 class CFREncoder(nn.Module):

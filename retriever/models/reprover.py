@@ -32,7 +32,8 @@ from prover.data.premise import Premise
 from prover.utils.progress import progress_bar
 from retriever.base import ScoringRetriever
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
-from prover.training.run import pick_device, save_dir_atomically
+from prover.utils.files import save_dir_atomically
+from prover.utils.device import pick_device
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,8 @@ from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import load_tokenizer, train_tokenizer
 from prover.training.engine import Recipe, Stage, begin, fit
 from prover.training.launch import launch
-from prover.training.run import RunDir, epoch_order, mixed_precision, save_dir_atomically
+from prover.training.run import RunDir, epoch_order, mixed_precision
+from prover.utils.files import save_dir_atomically
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from prover.data.pairs import PremiseQuery, StatePremisePair, premise_queries, s
 from prover.data.premise import Premise
 from prover.utils.runinfo import git_commit
 from retriever.base import Retriever
-from retriever.models.car import CARScorer, RerankRetriever, car_loss
+from retriever.models.car import CARScorer, RerankRetriever, car_loss, car_run_dir
 from retriever.evaluation.evaluate import evaluate
 from retriever.training.hard_negatives import mine_hard_negatives
 from prover.training.engine import Recipe, Stage, begin, fit
@@ -38,14 +38,6 @@ from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order, mixed_precision
 
 log = logging.getLogger(__name__)
-
-
-def car_run_dir(run_dir: str | Path, first_stage: str) -> Path:
-    """`<run_dir>/car` for CAR over `cfr` (the paper's), `<run_dir>/car-conventional` over
-    `cfr-conventional`, `<run_dir>/car-<name>` over any other registered first stage: a CAR
-    model is trained on one first stage's mistakes, so each has its own folder."""
-    suffix = "" if first_stage == "cfr" else "-" + first_stage.removeprefix("cfr-")
-    return Path(run_dir) / f"car{suffix}"
 
 
 # ---------------------------------------------------------------------------------------

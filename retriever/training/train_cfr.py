@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from omegaconf import OmegaConf
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
@@ -32,15 +31,15 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import PairStats, PremiseQuery, StatePremisePair, premise_queries, state_premise_pairs
 from prover.data.tactic_steps import tactic_level
 from prover.data.theorem import Theorem
-from retriever.models.cfr import CFREncoder, CFRRetriever, model_fingerprint
+from retriever.models.cfr import CFREncoder, CFRRetriever, cfr_config, model_fingerprint
 from retriever.base import Retriever
 from retriever.evaluation.evaluate import evaluate
 from retriever.training.hard_negatives import mine_hard_negatives
-from retriever.settings import CFRConfig
 from retriever.models.text import format_state
 from prover.training.engine import Recipe, Stage, begin, fit, fp32
 from prover.training.launch import launch
-from prover.training.run import RunDir, epoch_order, save_dir_atomically
+from prover.training.run import RunDir, epoch_order
+from prover.utils.files import save_dir_atomically
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +57,6 @@ def init_path(cfg: Any, init: str | Path | None = None) -> Path:
 def untrained_retriever(cfg: Any, corpus: Corpus, init: str | Path | None = None) -> CFRRetriever:
     """CFR straight from the starting encoder, no training: the baseline training must beat."""
     return CFRRetriever(corpus, init_path(cfg, init), cfr_config(cfg), cfg.device)
-
-
-def cfr_config(cfg: Any) -> CFRConfig:
-    """`cfg.cfr` as a plain CFRConfig (from an OmegaConf node or as is)."""
-    return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
 
 
 class _CacheOnly(Retriever):
