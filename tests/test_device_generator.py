@@ -95,7 +95,9 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     assert "not pass@1" in (landed / "search-replay-mathlib-src-mini-random-test-device.md").read_text()
     with tarfile.open(out / "train.tgz") as tar:
         summary = json.loads(tar.extractfile("train/summary.json").read())
-    assert summary["steps"] == summary["planned_steps"] > 0 and summary["stopped_by"] == "end" and not summary["partial"]
+    # The plan comes from the probe; on a busy CPU the guard may stop it first, and then it says so.
+    assert 0 < summary["steps"] <= summary["planned_steps"]
+    assert summary["partial"] == (summary["stopped_by"] == "budget") == (summary["steps"] < summary["planned_steps"])
     assert summary["size"] == sizing["chosen"]
 
 

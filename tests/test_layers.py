@@ -78,12 +78,7 @@ def import_targets(path, known: set[str]):
 
 # Loops known and not yet removed, each with why; a new loop fails the test, and so does one
 # of these once it is gone (delete it here then).
-KNOWN_LOOPS = {
-    # prover/data/corpus_lean_check.py checks a corpus in a Lean environment with a lazy import
-    # of prover.env, whose replay/source modules read prover.data (also the one backward arrow
-    # test_no_module_imports_from_a_later_stage reports).
-    frozenset({"prover.data", "prover.env"}),
-}
+KNOWN_LOOPS: set[frozenset[str]] = set()  # none left; a loop that must stay is listed here with why
 
 
 def subpackage_loops() -> dict[frozenset, list[str]]:
