@@ -186,3 +186,21 @@ def test_every_benchmark_refuses_a_partial_model_before_any_work(tmp_path):
         replay.main(["--allow-dirty", "--config", str(REPO / "configs/search/replay_real.yaml"),
                      "--results-dir", str(tmp_path / "results"), f"generator.model={model}"])
     assert f"generator {note}" in str(refused.value) and not (tmp_path / "results").exists()
+
+
+def test_prover_benchmark_refuses_a_partial_generator_and_marks_an_allowed_one(tmp_path):
+    from prover.cli import main
+    from prover.commands.benchmark import generator_partial
+    from prover.search.results import markdown
+    note = "partial: stopped by its budget at step 3 of 9"
+    model = tmp_path / "generator/model"
+    model.mkdir(parents=True)
+    (model.parent / "summary.json").write_text(json.dumps({"stopped_by": "budget", "steps": 3, "planned_steps": 9}))
+    with pytest.raises(SystemExit) as refused:  # before Ray, Lean or any model is touched
+        main(["benchmark", "--env", "replay", "--generator", str(model), "--out", str(tmp_path / "out")])
+    assert f"generator {note}" in str(refused.value) and "--allow-partial" in str(refused.value)
+    assert not (tmp_path / "out").exists()
+    assert generator_partial(str(model), allow_partial=True) == {"generator": note}
+    assert generator_partial(str(tmp_path / "elsewhere/model"), allow_partial=False) == {}
+    said = markdown({"runs": {}, "partial": {"generator": note}})
+    assert f"PARTIAL models: generator {note}" in said

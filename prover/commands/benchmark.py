@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Ray cluster address (default: $RAY_ADDRESS, else a new local cluster)")
     p.add_argument("--out", default=None, help="results folder (one subfolder per env and retriever)")
     p.add_argument("--limit", type=int, default=None, help="only the first N theorems")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="search with a generator its time budget stopped before its planned step "
+                        "(refused otherwise); the summary is then marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
 
 
@@ -53,6 +56,17 @@ def config_from_args(args: argparse.Namespace):
     return cfg, retrievers
 
 
+def generator_partial(model: str | None, allow_partial: bool) -> dict[str, str]:
+    """{"generator": note} when the generator's training stopped on its time budget before its
+    planned step ({} otherwise); refused in one line unless `allow_partial`, before any work."""
+    import json
+    from prover.utils.runinfo import require_full_training
+    summary = Path(model or "").parent / "summary.json"
+    if not model or not summary.is_file():
+        return {}
+    return require_full_training({"generator": json.loads(summary.read_text())}, allow_partial)
+
+
 def run_benchmark_command(args: argparse.Namespace) -> int:
     from prover.search.benchmark import run_benchmark
     from prover.env.lean_version import EnvChoiceError
@@ -61,10 +75,11 @@ def run_benchmark_command(args: argparse.Namespace) -> int:
     from prover.search.results import markdown
     cfg, retrievers = config_from_args(args)
     command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
+    partial = generator_partial(cfg.generator.model, getattr(args, "allow_partial", False))
     try:
         resolve_env(cfg)  # auto, and lean-dojo refused on Lean v4.12 or later
         require_env(cfg.env.name)  # before anything loads: say at once that Lean is missing
-        summary = run_benchmark(cfg, retrievers, command=command)
+        summary = run_benchmark(cfg, retrievers, command=command, partial=partial)
     except (EnvUnavailableError, EnvChoiceError, ReplUnavailable, InsufficientMemory) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

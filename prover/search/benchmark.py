@@ -211,9 +211,10 @@ def _save_batching(run_dir: Path, stats: dict) -> None:
 
 
 def run_benchmark(cfg: Any, retrievers: list[str] | None = None, hooks: Hooks | None = None,
-                  command: str = "", tactic_spec: Any = None) -> dict:
+                  command: str = "", tactic_spec: Any = None, partial: dict | None = None) -> dict:
     """Run the benchmark once per retriever (default: cfg.retriever.name) into cfg.out_dir,
-    then write the summary (JSON + Markdown) over every run in that folder."""
+    then write the summary (JSON + Markdown) over every run in that folder. `partial`
+    (stage -> note) names models their time budget stopped; the summary says so."""
     from omegaconf import OmegaConf
     from prover.search.actors import RaySession
     rows = {}
@@ -226,6 +227,7 @@ def run_benchmark(cfg: Any, retrievers: list[str] | None = None, hooks: Hooks | 
             rows[run_name(run_cfg)] = run_one(run_cfg, session, hooks, command, tactic_spec)
     finally:
         session.close()
-    summary = write_summary(cfg.out_dir, {"command": command, "git_commit": git_commit()})
+    summary = write_summary(cfg.out_dir, {"command": command, "git_commit": git_commit(),
+                                          **({"partial": partial} if partial else {})})
     summary["this_invocation"] = rows
     return summary

@@ -195,6 +195,9 @@ def markdown(summary: dict) -> str:
     for row in summary["runs"].values():
         by_env.setdefault(row["env"] or "unknown", []).append(row)
     parts = ["# Proof search benchmark", ""]
+    if summary.get("partial"):  # a generator its time budget stopped: not the recipe's model
+        parts += ["PARTIAL models: " + "; ".join(f"{stage} {note}" for stage, note in
+                                                summary["partial"].items()), ""]
     for env, rows in sorted(by_env.items()):
         label = rate_label(env)
         if env == ENV_REPLAY:
