@@ -14,10 +14,10 @@ import json
 import re
 from pathlib import Path
 
+from prover.benchmarking.harness import REPO, RESULTS_DIR
 from prover.benchmarking.headlines import headline, retrieval_values
 
-REPO = Path(__file__).resolve().parents[2]
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = RESULTS_DIR
 SHIPPED = REPO / "benchmarks" / "results_index.json"
 INDEX = RESULTS / "README.md"
 
