@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from fusion_selection import examples, rankings, recall10
 
+from prover.benchmarking.fusion_members import examples, rankings, recall10
 from prover.benchmarking.harness import (command_line, git_commit, load_config, machine, mean_interval,
                                          paired_intervals, parser, require_clean_tree, to_plain,
                                          write_results)
