@@ -35,9 +35,9 @@ from generator.model import TacticGenerator
 from generator.rerank import CandidateRanker, RankerConfig
 from generator.settings import GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, load_config, machine, mean_interval,
-                                         paired_intervals, parser, require_clean_tree, to_plain,
-                                         write_and_print)
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
+                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         to_plain, write_and_print)
 from prover.data.dataset import Dataset
 from prover.data.tactic_steps import tactic_level
 from prover.utils.logs import setup_logging
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--setting", default=None, help="report: the setting chosen on select")
     p.add_argument("--run-dir", default="runs/candidate-ranker")
     p.add_argument("--results-dir", default="benchmarks/results")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*")
     p.add_argument("--render", default=None, help="only rewrite the Markdown of this results JSON")
     args = p.parse_intermixed_args(argv)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.harness import (load_config, machine, parser, require_clean_tree, to_plain,
-                                         write_results)
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, require_clean_tree,
+                                         to_plain, write_results)
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from prover.data.premise import Premise
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k1", default="10,20,40", help="comma-separated candidate counts")
     p.add_argument("--weights", default="0,0.5,1,2,4", help="comma-separated first-stage weights")
     p.add_argument("--metric", default="R@10", help="what 'best' means")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing

@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from prover.benchmarking.fusion_members import examples, rankings, recall10
-from prover.benchmarking.harness import (command_line, git_commit, load_config, machine, paired_intervals,
-                                         parser, require_clean_tree, to_plain, write_results)
+from prover.benchmarking.harness import (add_allow_dirty, command_line, git_commit, load_config, machine,
+                                         paired_intervals, parser, require_clean_tree, to_plain,
+                                         write_results)
 from prover.utils.logs import setup_logging
 from retriever.settings import RetrieverTrainConfig
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--config", default="configs/retriever/cpu.yaml")
     p.add_argument("--run-dir", default=None, help="the trained run whose CFR is a member (default: the config's)")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     setup_logging()
     require_clean_tree(args.allow_dirty)

@@ -32,8 +32,8 @@ from generator.inputs import format_input, normalize_tactic
 from generator.model import TacticGenerator
 from generator.neighbors import mix, vote
 from generator.settings import GeneratorBenchmarkConfig
-from prover.benchmarking.harness import (load_config, machine, mean_interval, parser, require_clean_tree,
-                                         to_plain, write_results)
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, mean_interval, parser,
+                                         require_clean_tree, to_plain, write_results)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
 from prover.utils.progress import progress_bar
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--select-split", default="leandojo-real/select",
                    help="the split whose tactics settings are chosen on; none: the config's split less "
                         "the tactics its benchmark scores (how the committed results were made)")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs (marked)")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)

@@ -39,9 +39,9 @@ from generator.model import TacticGenerator
 from generator.neighbors import TacticNeighbors
 from generator.settings import GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, load_config, machine, mean_interval,
-                                         paired_intervals, parser, require_clean_tree, to_plain,
-                                         write_and_print)
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
+                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         to_plain, write_and_print)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
 from retriever.registry import build_retriever
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", default="leandojo-real/select")
     p.add_argument("--run-dir", default="runs/candidate-ranker", help="where candidate_ranker.py dumped")
     p.add_argument("--results-dir", default="benchmarks/results")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*")
     args = p.parse_intermixed_args(argv)
     commit = require_clean_tree(args.allow_dirty)

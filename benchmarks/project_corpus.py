@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prover.benchmarking.harness import machine, parser, require_clean_tree, write_and_print
+from prover.benchmarking.harness import add_allow_dirty, machine, parser, require_clean_tree, write_and_print
 from prover.data.corpus_reference import annotated_premises, compare_by_kind, placement
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", default=str(data / "mathlib-src" / "leandojo-real" / "val.json"))
     p.add_argument("--reference", default=str(data / "mathlib-src" / "corpus.jsonl.gz"))
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("--results-dir", default="benchmarks/results")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)

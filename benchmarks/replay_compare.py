@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, mean_interval, paired_intervals, parser,
-                                         require_clean_tree, write_and_print)
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, mean_interval, paired_intervals,
+                                         parser, require_clean_tree, write_and_print)
 
 
 def at_commit(path: Path, rev: str) -> dict:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", help="the commit holding the earlier run of the same file")
     p.add_argument("--base-file", type=Path, help="or another committed results file of the same theorems")
     p.add_argument("--label", default="before", help="what the earlier run was, for the table")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     if (args.base is None) == (args.base_file is None):
         p.error("give one of --base (a commit) and --base-file (a results file)")

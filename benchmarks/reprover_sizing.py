@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from prover.benchmarking.harness import machine, parser, require_clean_tree, write_results
+from prover.benchmarking.harness import add_allow_dirty, machine, parser, require_clean_tree, write_results
 from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--cfr-steps", type=int, default=4992)
     ap.add_argument("--out", default="benchmarks/results")
-    ap.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(ap)
     args = ap.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)
     setup_logging()

@@ -35,8 +35,8 @@ import httpx
 import numpy as np
 from omegaconf import OmegaConf
 
-from prover.benchmarking.harness import (load_config, machine, parser, require_clean_tree, to_plain,
-                                         write_and_print)
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, require_clean_tree,
+                                         to_plain, write_and_print)
 from prover.data.dataset import Dataset
 from prover.serve.loading import RERANK_SUFFIX
 from prover.serve.settings import ServeBenchmarkConfig
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--config", default=None)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
