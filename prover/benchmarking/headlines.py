@@ -8,7 +8,7 @@ from collections.abc import Callable
 # The metric each row family reports first, with the key of its interval; the first one a row
 # has is its headline.
 ROW_METRICS = (("exact_match@8", "exact_match@8_ci"), ("exact_match@32", "exact_match@32_ci"),
-               ("em@8", "ci"), ("rate", "rate_ci"),
+               ("em@8", "ci"), ("em", "ci"), ("rate", "rate_ci"),
                ("value", "ci"), ("R@10", "R@10 95% CI"), ("now", "now_ci"))
 # Intervals of a difference to some other row, as each family names them.
 DIFF_KEYS = ("R@10_diff_to_best_baseline_ci", "minus shipped, 95% CI", "diff_ci")
@@ -19,6 +19,8 @@ SPLIT_METRICS = ("R@10", "EM@8", "rate")
 SECTIONS = ("retrieval", "generator", "replay")
 # Tables beside `rows` that list candidates tried, with R@10 columns (fusion_selection.py).
 CANDIDATE_TABLES = ("member_sets", "neighbors_k")
+# Rows reported beside the candidates tried (generator_neighbors_selection.py).
+BASELINE_TABLES = ("baselines",)
 
 
 def pct(x: float) -> str:
@@ -128,6 +130,28 @@ def _candidate(r: dict) -> str | None:
     return f"{name}: {'; '.join(parts)}" if parts else None
 
 
+def _training_runs(runs: dict) -> list[str]:
+    """cfr_runs.py's runs: steps, CPU seconds and the held-out MLM loss, as its table shows them."""
+    out = []
+    for name, r in runs.items():
+        if not isinstance(r, dict):
+            continue
+        line = f"{name}: {r.get('steps')} steps, {r.get('cpu_seconds')} CPU-s"
+        if "eval_loss" in r and "eval_loss_init" in r:
+            line += f", held-out MLM loss {r['eval_loss_init']:.2f} → {r['eval_loss']:.2f}"
+        out.append(line)
+    return out
+
+
+def _chosen(chosen: dict) -> str | None:
+    """A chosen setting with its score (generator_neighbors_selection.py's `chosen`)."""
+    if not isinstance(chosen.get("em"), float):
+        return None
+    setting = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                        for k, v in chosen.items() if k not in ("em", "ci"))
+    return f"chosen ({setting}) {pct(chosen['em'])}" + (f" {interval(chosen['ci'], pct)}" if chosen.get("ci") else "")
+
+
 def headline(result: dict) -> list[str]:
     """One entry per row (and per paired comparison) the file reports; [] for files that measure
     something other than quality (startup, throughput, sizing)."""
@@ -138,6 +162,13 @@ def headline(result: dict) -> list[str]:
     for table in CANDIDATE_TABLES:
         if isinstance(result.get(table), list):
             out += [c for r in result[table] if isinstance(r, dict) and (c := _candidate(r))]
+    for table in BASELINE_TABLES:
+        if isinstance(result.get(table), list):
+            out += [c for r in result[table] if isinstance(r, dict) and (c := _plain_row(r))]
+    if isinstance(result.get("chosen"), dict) and (c := _chosen(result["chosen"])):
+        out.append(c)
+    if isinstance(result.get("runs"), dict):
+        out += _training_runs(result["runs"])
     rows = result.get("rows")
     if isinstance(rows, dict):
         out += _split_rows(rows)
