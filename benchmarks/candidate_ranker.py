@@ -19,7 +19,6 @@ EM@8 intervals resample theorems. Writes benchmarks/results/candidate-ranker-<sp
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import logging
@@ -27,29 +26,26 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from generator.candidate import Candidate  # noqa: E402
-from generator.evaluate import condition_premises, eval_examples  # noqa: E402
-from generator.inputs import normalize_tactic  # noqa: E402
-from generator.model import TacticGenerator  # noqa: E402
-from generator.rerank import CandidateRanker, RankerConfig  # noqa: E402
-from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
-from prover.config import load_config, to_plain  # noqa: E402
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.data.tactic_steps import tactic_level  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.progress import progress_bar  # noqa: E402
-from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
-from retriever.registry import build_retriever  # noqa: E402
+from generator.candidate import Candidate
+from generator.evaluate import condition_premises, eval_examples
+from generator.inputs import normalize_tactic
+from generator.model import TacticGenerator
+from generator.rerank import CandidateRanker, RankerConfig
+from generator.settings import GeneratorBenchmarkConfig
+from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
+                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         to_plain, write_and_print)
+from prover.data.dataset import Dataset
+from prover.data.tactic_steps import tactic_level
+from prover.utils.logs import setup_logging
+from prover.utils.progress import progress_bar
+from retriever.registry import build_retriever
 
 log = logging.getLogger("benchmark.candidate_ranker")
 
-CONFIG = "configs/generator/benchmark_real.yaml"
 FIT_SPLIT = "random/val"
 INSTANTIATE = 3
 BONUS = 3.0
@@ -61,24 +57,6 @@ SETTINGS = {
     "base": RankerConfig(),
     "large": RankerConfig(num_trees=400, num_leaves=31, min_data_in_leaf=20),
 }
-
-
-def dump_path(run_dir: Path, split: str, premises: str) -> Path:
-    return run_dir / f"{split.replace('/', '-')}-{premises}.jsonl.gz"
-
-
-def read_dump(path: Path) -> list[dict]:
-    """The states dumped so far; a tail cut by an interruption is dropped (and redone)."""
-    rows: list[dict] = []
-    if not path.exists():
-        return rows
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                rows.append(json.loads(line))
-    except (EOFError, OSError, json.JSONDecodeError):
-        pass
-    return rows
 
 
 def _rewrite(path: Path, rows: list[dict]) -> None:
@@ -280,15 +258,8 @@ def markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(stem: Path, result: dict, render) -> None:
-    """`stem`.json and `stem`.md (rendered by `render`), and the table printed."""
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(render(result))
-    print(render(result))
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("stage", choices=["dump", "select", "report"])
     p.add_argument("--config", default=CONFIG)
     p.add_argument("--split", default="leandojo-real/select", help="dump: the split whose states are dumped")
@@ -297,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--setting", default=None, help="report: the setting chosen on select")
     p.add_argument("--run-dir", default="runs/candidate-ranker")
     p.add_argument("--results-dir", default="benchmarks/results")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*")
     p.add_argument("--render", default=None, help="only rewrite the Markdown of this results JSON")
     args = p.parse_intermixed_args(argv)
@@ -316,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"report needs --setting, one of {list(SETTINGS)} (chosen on select)")
     settings = SETTINGS if args.stage == "select" else {args.setting: SETTINGS[args.setting]}
     result = score(args, cfg, split, settings, commit)
-    write_results(Path(args.results_dir) / f"candidate-ranker-mathlib-src-{split.replace('/', '-')}", result, markdown)
+    write_and_print(Path(args.results_dir) / f"candidate-ranker-mathlib-src-{split.replace('/', '-')}", result, markdown)
     return 0
 
 

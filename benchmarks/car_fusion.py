@@ -12,7 +12,6 @@ and prints the best pair by the chosen metric; copy it into the training config.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
@@ -21,19 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.config import load_config, to_plain
-
-from retriever.settings import RetrievalBenchmarkConfig
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, require_clean_tree,
+                                         to_plain, write_results)
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.data.premise import Premise
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import machine, require_clean_tree
 from retriever.evaluation.benchmark import results_stem
-from retriever.models.car import CARScorer, RerankRetriever
 from retriever.evaluation.evaluate import evaluate
+from retriever.models.car import CARScorer, RerankRetriever
 from retriever.registry import build_retriever
+from retriever.settings import RetrievalBenchmarkConfig
 
 log = logging.getLogger("car_fusion")
 
@@ -91,13 +88,13 @@ def markdown(result: dict, metric: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=None, help="a retrieval benchmark config (data, retriever.models)")
     p.add_argument("--retriever", default="cfr+car", help="a registered re-ranking retriever")
     p.add_argument("--k1", default="10,20,40", help="comma-separated candidate counts")
     p.add_argument("--weights", default="0,0.5,1,2,4", help="comma-separated first-stage weights")
     p.add_argument("--metric", default="R@10", help="what 'best' means")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
@@ -122,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
               "seconds": round(time.perf_counter() - t0, 2), "rows": rows, "best": best}
     stem = "car-fusion-" + results_stem(ds, cfg.data.split, cfg.results_tag).removeprefix("retrieval-")
     out = Path(cfg.results_dir)
-    write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result, args.metric))
+    write_results(out / stem, result, markdown(result, args.metric))
     print(markdown(result, args.metric))
     return 0
 

@@ -16,24 +16,19 @@ theorems. The shipped rows (fusion, CFR alone) are read from their committed ran
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.ltr_fusion import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,  # noqa: E402
-                                   rankings, recall10, split_fields)
-from prover.data.halves import half_keys  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
-from retriever.evaluation.bootstrap import paired_intervals  # noqa: E402
-from retriever.evaluation.evaluate import per_query_from_rankings  # noqa: E402
-from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
+from prover.benchmarking.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
+                                               rankings, recall10, split_fields)
+from prover.benchmarking.harness import (command_line, git_commit, machine, paired_intervals, parser,
+                                         peak_rss_gib, write_and_print)
+from prover.data.halves import half_keys
+from retriever.evaluation.evaluate import per_query_from_rankings
+from retriever.models.learned_fusion import fit_fusion, order
 
 COMMITTED = Path("benchmarks/results/rankings/retrieval-mathlib-src-leandojo-real-val-cpu")
 
@@ -51,7 +46,7 @@ def cfr_rankings(cfg, run_dir: str, split: str) -> list[list[int]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--cfr", action="append", required=True, help="NAME=RUN_DIR of a trained conventional CFR")
     args = arguments(ap)
     t0 = time.perf_counter()
@@ -106,15 +101,13 @@ def main() -> None:
             continue
         d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
         comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
-    res = {"benchmark": "cfr-negatives", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
+    res = {"benchmark": "cfr-negatives", "command": command_line(), "git_commit": git_commit(),
            "machine": machine(), **split_fields(halves, real[2]), "trained": trained, "chosen_on_select": chosen,
            "rows": rows, "report_comparisons": comps,
            "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} here, beyond each CFR's training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
     stem = Path("benchmarks/results") / "cfr-negatives-mathlib-src"
-    write_json(stem.with_suffix(".json"), res)
-    stem.with_suffix(".md").write_text(markdown(res))
-    print(markdown(res))
+    write_and_print(stem, res, markdown)
 
 
 def markdown(res: dict) -> str:

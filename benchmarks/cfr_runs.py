@@ -10,20 +10,15 @@ exact-steps (retriever/training/train_cfr.py's `training_theorems`).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.data.pairs import state_premise_pairs  # noqa: E402
-from prover.utils.runinfo import git_commit, machine  # noqa: E402
-from retriever.training.train_cfr import PAIRS, training_theorems  # noqa: E402
+from prover.benchmarking.harness import command_line, git_commit, machine, parser, write_results
+from prover.data.dataset import Dataset
+from prover.data.pairs import state_premise_pairs
+from retriever.training.train_cfr import PAIRS, training_theorems
 
 KEEP = ("steps", "cpu_seconds", "seconds", "done", "eval_loss_init", "eval_loss", "train_loss", "pairs",
         "workers", "device")
@@ -45,7 +40,7 @@ def pair_counts(root: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
     ap.add_argument("--pretrain", required=True, help="run_dir of the MLM encoder")
     ap.add_argument("--cfr", action="append", required=True, help="NAME=RUN_DIR of a conventional CFR")
@@ -57,7 +52,7 @@ def main() -> None:
         name, run_dir = spec.split("=", 1)
         summary = json.loads((Path(run_dir) / "cfr-conventional/summary.json").read_text())
         runs[f"cfr {name}"] = {k: v for k, v in summary.items() if k in KEEP}
-    res = {"benchmark": "cfr-runs", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
+    res = {"benchmark": "cfr-runs", "command": command_line(), "git_commit": git_commit(),
            "machine": machine(), "runs": runs, "pairs": pair_counts(args.data),
            "trained_at": "pretrain: the engine of e5129c6 (started from its working tree just before that commit); "
                          "CFRs: 66640dc, with configs/retriever/cpu.yaml and cfr.similarity=conventional "
@@ -67,7 +62,6 @@ def main() -> None:
                          "cfr.init=<pretrain>/model cfr.pairs=steps, one thread, beside a generator training",
            "seconds": round(time.perf_counter() - t0, 1)}
     stem = Path("benchmarks/results/cfr-runs-mathlib-src")
-    write_json(stem.with_suffix(".json"), res)
     L = ["# The CFR runs of issue 28 and CFR's training pairs (mathlib-src random/train)", "",
          f"`{res['command']}` at commit {res['git_commit']}. Trained: {res['trained_at']}.", "",
          "| run | steps | CPU s | done | training pairs | held-out MLM loss (init → end) |", "|---|---|---|---|---|---|"]
@@ -79,7 +73,7 @@ def main() -> None:
     for mode, p in res["pairs"].items():
         L.append(f"| {mode} | {p['pairs']} | {p['premise_links']} | {p.get('states_not_in_statement', '')} | "
                  f"{p.get('pairs_with_fewer_premises', '')} |")
-    stem.with_suffix(".md").write_text("\n".join(L) + "\n")
+    write_results(stem, res, "\n".join(L) + "\n")
     print("\n".join(L))
 
 

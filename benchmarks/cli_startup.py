@@ -11,7 +11,6 @@ Writes benchmarks/results/cli-startup.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -20,8 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prover.data.jsonio import write_json
-from prover.utils.runinfo import git_commit, machine
+from prover.benchmarking.harness import git_commit, machine, parser, write_results
 
 # (label, arguments, expected exit code)
 CASES = [
@@ -42,7 +40,7 @@ def time_once(args: list[str], cwd: str, env: dict) -> tuple[float, int, str, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--demo", action="store_true", help="also time one full `prover demo`")
     p.add_argument("--results-dir", default="benchmarks/results")
@@ -75,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "cli-startup", "command": command.strip(), "git_commit": git_commit(),
               "machine": machine(), "rows": rows, "demo_stdout": demo_stdout}
     out = Path(args.results_dir)
-    write_json(out / "cli-startup.json", result)
     lines = ["# `prover`: time to answer", "",
              "Wall time of a new process, from start to exit. Mistakes are answered before torch loads.", "",
              "| case | command | exit | median s | max s | first line of stderr |", "|---|---|---|---|---|---|"]
@@ -89,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += [f"What `prover demo` printed (1-minute load average before it: "
                   f"{rows[-1]['load_avg_1min_before']}; 2.0 means both cores were busy with other work):",
                   "", "```", demo_stdout.strip("\n"), "```", ""]
-    (out / "cli-startup.md").write_text("\n".join(lines), encoding="utf-8")
+    write_results(out / "cli-startup", result, "\n".join(lines))
     return 0
 
 

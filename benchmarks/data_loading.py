@@ -7,19 +7,17 @@ process: peak RSS is the process's, so anything loaded before would inflate it.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
+from prover.benchmarking.harness import git_commit, machine, parser, peak_rss_gib, write_results
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--data", required=True)
     p.add_argument("--strategy", default="random")
     p.add_argument("--results-dir", default="benchmarks/results")
@@ -43,7 +41,6 @@ def main(argv: list[str] | None = None) -> int:
               "stages": stages, "total_seconds": total, "peak_rss_gib": rss,
               "limits": {"seconds": 60, "rss_gib": 6}}
     stem = Path(args.results_dir) / f"data-loading-{ds.name}-{args.strategy}"
-    write_json(stem.with_suffix(".json"), result)
     lines = [f"## Loading {ds.name} (corpus + {args.strategy} split)", "",
              "| stage | items | seconds |", "|---|---|---|"]
     lines += [f"| {k} | {v['count']:,} | {v['seconds']} |" for k, v in stages.items()]
@@ -51,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
               f"Peak RSS {rss} GiB (limits: 60 s, 6 GiB). Machine: {result['machine']['cpu']} "
               f"({result['machine']['cpu_count']} cores). Commit {result['git_commit']}.",
               f"Command: `{command}`", ""]
-    stem.with_suffix(".md").write_text("\n".join(lines))
+    write_results(stem, result, "\n".join(lines))
     print("\n".join(lines))
     return 0 if total < 60 and rss < 6 else 1
 

@@ -11,19 +11,16 @@ against the shipped one. Intervals resample theorems.
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.fusion_queries import (examples, halves_fields, halves_of, halves_text, markdown_tail,  # noqa: E402
-                                       paired, rankings, report_once, start, write_results)
-from benchmarks.ltr_fusion import half_rows, recall10  # noqa: E402
-from prover.utils.runinfo import machine, peak_rss_gib  # noqa: E402
-from retriever.models.learned_fusion import fit_fusion, order  # noqa: E402
+from prover.benchmarking.fusion_halves import half_rows, recall10
+from prover.benchmarking.fusion_refits import (examples, halves_fields, halves_of, halves_text,
+                                               markdown_tail, paired, rankings, report_once, start)
+from prover.benchmarking.harness import command_line, machine, peak_rss_gib, write_and_print
+from retriever.models.learned_fusion import fit_fusion, order
 
 NEW = "neighbors-cfr"
 SHIPPED = "fusion (shipped members)"
@@ -61,14 +58,14 @@ def main() -> None:
     select_cmp = [paired(per, WITH, SHIPPED, halves["select"], theorems),
                   paired(per, f"{NEW} alone", "neighbors-tactic alone", halves["select"], theorems)]
     chosen = WITH if rows[WITH]["select"]["R@10"] > rows[SHIPPED]["select"]["R@10"] else SHIPPED
-    res = {"benchmark": "dense-neighbors", "command": "python " + " ".join(sys.argv), "git_commit": commit,
+    res = {"benchmark": "dense-neighbors", "command": command_line(), "git_commit": commit,
            "machine": machine(), "members": members, "depth": fc.depth, "l2": fc.l2, "fitted_on": "random/val",
            **halves_fields(halves, theorems), "rows": rows, "select_comparisons": select_cmp,
            "chosen_on_select": chosen, "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (rankings cached in {args.cache}; the "
                      "training states' CFR vectors beside the CFR model), beyond the members' own training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
-    write_results("dense-neighbors-mathlib-src", res, markdown)
+    write_and_print(Path("benchmarks/results") / "dense-neighbors-mathlib-src", res, markdown)
 
 
 def markdown(res: dict) -> str:

@@ -23,7 +23,7 @@ every row so a stopped run still returns rows:
 2. training: from scratch, its linear schedule ending at the step the measured throughput plans
    (the time budget only a guard: `stopped_by` says which ended it);
 3. exact match on the first eval split (report): premises none / gold / the fusion's top k / the
-   neighbours alone (no model), intervals over theorems (benchmarks/generator.py's tables);
+   neighbours alone (no model), intervals over theorems (benchmarks/tactic_generator.py's tables);
 4. replay search (a simulator, never pass@1) on the replay split, premises fusion and none, in
    one process: searches on threads, their generator calls batched (prover/utils/batching.py);
 5. exact match on the other eval splits (select), if time is left.
@@ -33,7 +33,6 @@ neighbors-tactic: no trained CFR travels); every row names it.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -47,18 +46,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from omegaconf import OmegaConf
+
+from generator.settings import GeneratorTrainConfig, ModelConfig
+from prover.benchmarking.harness import parser, write_results
+from prover.config import load_yaml
+from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
+from prover.utils.logs import setup_logging
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import numpy as np  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-
-from prover.config import load_yaml  # noqa: E402
-from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from generator.settings import GeneratorTrainConfig, ModelConfig  # noqa: E402
 
 log = logging.getLogger("benchmarks.device_generator")
 
@@ -489,9 +486,9 @@ def _premise(name: str) -> Any:
 
 def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clock: Clock,
              out: Path) -> None:
-    """The EM rows of one split, written after each row (benchmarks/generator.py's tables)."""
+    """The EM rows of one split, written after each row (benchmarks/tactic_generator.py's tables)."""
     from generator.evaluate import EvalExample, evaluate_condition, exact_match_row
-    from benchmarks.generator import add_intervals, markdown, write_outcomes
+    from prover.benchmarking.generator_tables import add_intervals, markdown, write_outcomes
     from prover.utils.runinfo import row_provenance
     lease = ctx["lease"]
     n = lease.num_samples
@@ -519,8 +516,7 @@ def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clo
 
     def save() -> None:
         add_intervals(result, per_example, n, keys)
-        write_json(out / f"{stem}.json", result)
-        (out / f"{stem}.md").write_text(markdown(result))
+        write_results(out / stem, result, markdown(result))
 
     conditions = [("neighbors", None), ("none", [[] for _ in rows]), ("gold", [[_premise(x) for x in r["gold"]] for r in rows]),
                   (ctx["fusion"], [[_premise(x) for x in r["fusion"]] for r in rows])]
@@ -658,8 +654,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
                        f"60: the expansion budget binds); {len(done)} of {len(tasks)} theorems were searched in every "
                        "row before the deadline." + (f" {lease.note}" if lease.note else ""))}
     stem = f"search-replay-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
-    write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result))
+    write_results(out / stem, result, markdown(result))
     log.info("replay: %s", {r["row"]: r["proved"] for r in rows})
 
 
@@ -694,8 +689,7 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str) -> i
                   "train_seconds": cfg.lease.train_seconds, "min_epochs": cfg.lease.min_epochs, "rows": rows,
                   "chosen": chosen["size"] if chosen else None}
         stem = "generator-sizing-device" + (f"-{cfg.lease.tag}" if cfg.lease.tag else "")
-        write_json(out / f"{stem}.json", sizing)
-        (out / f"{stem}.md").write_text(sizing_markdown(sizing))
+        write_results(out / stem, sizing, sizing_markdown(sizing))
         if chosen is None:
             log.error("sizing: no size could train")
             return 1
@@ -748,7 +742,7 @@ def land(archive: Path, results_dir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("pack", "plan", "run"):
         s = sub.add_parser(name)

@@ -15,22 +15,18 @@ only fits. Writes benchmarks/results/fusion-ablation-<dataset>-<split>.{json,md}
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from prover.config import load_config, to_plain
-from prover.data.jsonio import write_json
+from prover.benchmarking.fusion_members import examples, rankings, recall10
+from prover.benchmarking.harness import (add_allow_dirty, command_line, git_commit, load_config, machine,
+                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         to_plain, write_results)
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, require_clean_tree
-from retriever.evaluation.bootstrap import mean_interval, paired_intervals
 from retriever.settings import RetrieverTrainConfig
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fusion_selection import examples, recall10, rankings  # noqa: E402  (the same cache and metric)
 
 PRIORS = ["bm25", "usage", "locality"]
 
@@ -49,11 +45,11 @@ def member_sets(chosen: list[str]) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/retriever/cpu.yaml")
     p.add_argument("--split", required=True, help="the split scored (a test split, or leandojo-real/val)")
     p.add_argument("--run-dir", default=None, help="the trained run whose CFR is a member (default: the config's)")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     setup_logging()
     require_clean_tree(args.allow_dirty)
@@ -86,13 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             d = paired_intervals(r, shipped).diff
             row["minus shipped, 95% CI"] = [round(d[0], 4), round(d[1], 4)]
         rows.append(row)
-    result = {"benchmark": "fusion-ablation", "command": " ".join(["python", *sys.argv]),
+    result = {"benchmark": "fusion-ablation", "command": command_line(),
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
               "seconds": round(time.perf_counter() - t0, 1), "fitted_on": fit_on, "scored_on": args.split,
               "n_queries": len(data[args.split]["gold"]), "shipped": "+".join(chosen), "rows": rows}
     out = Path("benchmarks/results")
     stem = f"fusion-ablation-{Path(cfg.data.root).name}-{args.split.replace('/', '-')}"
-    write_json(out / f"{stem}.json", result)
     lines = [f"# Fusion ablation: {args.split} ({result['n_queries']} queries)", "",
              f"`{result['command']}` at commit {result['git_commit']}, run `{cfg.run_dir}`. Each fusion is "
              f"fitted on {fit_on} and scored once here; the members alone follow for scale. Brackets: "
@@ -104,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         name = r["row"] + (" (shipped)" if r["row"] == result["shipped"] else "")
         lines.append(f"| {name} | {100 * r['R@10']:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}] | "
                      f"{'' if d is None else f'[{100 * d[0]:+.1f}, {100 * d[1]:+.1f}]'} |")
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    write_results(out / stem, result, "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -14,21 +14,18 @@ rerun only fits.
 """
 from __future__ import annotations
 
-import argparse
 import logging
-import pickle
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
-from prover.config import load_config, to_plain
-from prover.data.jsonio import write_json
+from prover.benchmarking.fusion_members import examples, rankings, recall10
+from prover.benchmarking.harness import (add_allow_dirty, command_line, git_commit, load_config, machine,
+                                         paired_intervals, parser, require_clean_tree, to_plain,
+                                         write_results)
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, require_clean_tree
-from retriever.evaluation.bootstrap import paired_intervals
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger("fusion_selection")
@@ -51,55 +48,11 @@ SCORED = "leandojo-real/select"
 SPLITS = ("random/val", SCORED)
 
 
-def rankings(cfg, split: str, members: list[str], cache: Path):
-    """Per member, per query, its top-depth corpus indices (cached); and the gold sets."""
-    from retriever.training.train_fusion import member_rankings
-    path = cache / f"{split.replace('/', '-')}.pkl"
-    have = pickle.loads(path.read_bytes()) if path.exists() else {"members": {}, "gold": None}
-    for m in members:
-        if m in have["members"]:
-            continue
-        c = cfg.copy()
-        name = m
-        if m.startswith("neighbors-") and m.split("-")[1].isdigit():  # neighbors at another k: the registry reads retriever.neighbors_k
-            OmegaConf.update(c, "retriever", {"neighbors_k": int(m.split("-")[1])}, force_add=True)
-            name = "neighbors"
-        c.fusion.members = [name]
-        c.fusion.max_queries = None
-        ranks, gold = member_rankings(c, split)
-        have["members"][m] = [r[0] for r in ranks]
-        have["gold"] = [sorted(g) for g in gold]
-        cache.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps(have))
-    if "theorems" not in have:  # each query's theorem: intervals resample theorems
-        from prover.data.dataset import Dataset
-        from prover.data.pairs import premise_queries
-        ds = Dataset(cfg.data.root)
-        have["theorems"] = [q.theorem for q in premise_queries(ds.theorems(split), ds.corpus(), ds.skips)[0]]
-        path.write_bytes(pickle.dumps(have))
-    return have
-
-
-def examples(d: dict, members: list[str], depth: int) -> list[tuple]:
-    """Per query of cached rankings `d`: the members' candidates, their features, which are
-    gold, and the gold set."""
-    from retriever.models.learned_fusion import rank_features
-    out = []
-    for q, gold in enumerate(d["gold"]):
-        cand, feats = rank_features([d["members"][m][q] for m in members], depth)
-        out.append((cand, feats, np.isin(cand, gold), gold))
-    return out
-
-
-def recall10(ranked, gold) -> float:
-    return len(set(gold) & set(list(ranked)[:10])) / len(gold)
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/retriever/cpu.yaml")
     p.add_argument("--run-dir", default=None, help="the trained run whose CFR is a member (default: the config's)")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     setup_logging()
     require_clean_tree(args.allow_dirty)
@@ -137,14 +90,13 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = paired_intervals(per_query[row["members"]], per_query[chosen],
                                       clusters=data[SCORED].get("theorems")).diff
             row["real R@10 minus chosen, 95% CI"] = [round(lo, 4), round(hi, 4)]
-    result = {"benchmark": "fusion-selection", "command": " ".join(["python", *sys.argv]),
+    result = {"benchmark": "fusion-selection", "command": command_line(),
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
               "seconds": round(time.perf_counter() - t0, 1), "fitted_on": "random/val",
               "scored_on": SCORED, "n_queries": {s: len(data[s]["gold"]) for s in SPLITS},
               "neighbors_k": rows_k, "member_sets": rows_f, "chosen_members": chosen,
               "chosen_neighbors_k": 5}
     out = Path("benchmarks/results")
-    write_json(out / "fusion-selection-mathlib-src.json", result)
     lines = ["# Fusion selection (validation splits only)", "",
              f"`{result['command']}` at commit {result['git_commit']}. `neighbors` at each k alone; then "
              f"the fusion over each member set, fitted on random/val and scored on {SCORED} "
@@ -159,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['members']}{' (chosen)' if r['members'] == chosen else ''} | "
                      f"{100 * r['random/val R@10 (fitted there)']:.1f} | {100 * r[f'{SCORED} R@10']:.1f} | "
                      f"{'' if ci is None else f'[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]'} |")
-    (out / "fusion-selection-mathlib-src.md").write_text("\n".join(lines) + "\n")
+    write_results(out / "fusion-selection-mathlib-src", result, "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -19,31 +19,25 @@ Refuses a tree with uncommitted changes to code or configs unless --allow-dirty.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import logging
 import sys
 import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and its name would shadow the
-# `generator` package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import numpy as np
 
-import numpy as np  # noqa: E402
+from generator.evaluate import eval_examples
+from generator.inputs import format_input, normalize_tactic
+from generator.model import TacticGenerator
+from generator.neighbors import mix, vote
+from generator.settings import GeneratorBenchmarkConfig
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, mean_interval, parser,
+                                         require_clean_tree, to_plain, write_results)
+from prover.data.dataset import Dataset
+from prover.utils.logs import setup_logging
+from prover.utils.progress import progress_bar
 
-from generator.evaluate import eval_examples  # noqa: E402
-from generator.inputs import format_input, normalize_tactic  # noqa: E402
-from generator.model import TacticGenerator  # noqa: E402
-from generator.neighbors import mix, vote  # noqa: E402
-from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
-from prover.config import load_config, to_plain  # noqa: E402
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.progress import progress_bar  # noqa: E402
-from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
-from retriever.evaluation.bootstrap import mean_interval  # noqa: E402
 
 log = logging.getLogger("benchmark.generator_neighbors_selection")
 
@@ -99,12 +93,12 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/generator/benchmark_real.yaml")
     p.add_argument("--select-split", default="leandojo-real/select",
                    help="the split whose tactics settings are chosen on; none: the config's split less "
                         "the tactics its benchmark scores (how the committed results were made)")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs (marked)")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)
@@ -163,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(cfg.results_dir)
     # Not generator-*: that name is for the generator benchmark's own result files.
     stem = f"tactic-neighbors-selection-{ds.name}-{cfg.data.split.replace('/', '-')}"
-    write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result))
+    write_results(out / stem, result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -11,28 +11,23 @@ real theorems are not in it, and every evaluated theorem is left out all the sam
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from generator.evaluate import condition_premises, eval_examples  # noqa: E402
-from generator.inputs import normalize_tactic  # noqa: E402
-from generator.instantiate import InstantiateConfig, instantiated  # noqa: E402
-from generator.neighbors import TacticNeighbors  # noqa: E402
-from generator.settings import NeighborsConfig  # noqa: E402
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.data.tactic_steps import tactic_level  # noqa: E402
-from prover.utils.runinfo import git_commit, machine, peak_rss_gib  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
+from generator.evaluate import condition_premises, eval_examples
+from generator.inputs import normalize_tactic
+from generator.instantiate import InstantiateConfig, instantiated
+from generator.neighbors import TacticNeighbors
+from generator.settings import NeighborsConfig
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, command_line, git_commit, machine, mean_interval,
+                                         paired_intervals, parser, peak_rss_gib, write_and_print)
+from prover.data.dataset import Dataset
+from prover.data.tactic_steps import tactic_level
 
 N = 8  # EM@8, as the generator benchmark
 NEIGHBOR_GRID = [(20, 3.0), (50, 3.0), (50, 10.0)]  # (k, temperature)
@@ -45,7 +40,7 @@ def hits(ranked: dict[str, float], gold: str) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--retriever", default="bm25+usage+neighbors-tactic",
                     help="the retriever whose premises fill templates (the row settings are chosen by)")
     ap.add_argument("--data", default=os.environ.get("PROVER_DATA", "../shared/data") + "/mathlib-src")
@@ -99,7 +94,7 @@ def main() -> None:
     for a in ("gold", args.retriever):
         d = paired_intervals(per["report", a], per["report", "none"], clusters=clusters["report"]).diff
         comps.append({"a": a, "b": "none (the neighbours alone)", "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
-    res = {"benchmark": "instantiate-selection", "command": "python " + " ".join(sys.argv), "git_commit": git_commit(),
+    res = {"benchmark": "instantiate-selection", "command": command_line(), "git_commit": git_commit(),
            "machine": machine(), "data": args.data, "retriever": args.retriever,
            "n_examples": {h: len(ex) for h, ex in halves.items()},
            "n_theorems": {h: len(set(c)) for h, c in clusters.items()},
@@ -110,9 +105,7 @@ def main() -> None:
            "budget": "no training; CPU seconds: " + str(round(time.perf_counter() - t0)),
            "build_seconds": round(build_s, 1), "peak_rss_gib": round(peak_rss_gib(), 2)}
     stem = Path("benchmarks/results") / "instantiate-selection-mathlib-src"
-    write_json(stem.with_suffix(".json"), res)
-    stem.with_suffix(".md").write_text(markdown(res))
-    print(markdown(res))
+    write_and_print(stem, res, markdown)
 
 
 def markdown(res: dict) -> str:

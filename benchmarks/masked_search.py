@@ -12,7 +12,6 @@ benchmarks/results/masked-search-<dataset>-<split>[-tag].{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
@@ -21,18 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.config import load_config, to_plain
-
-from retriever.settings import RetrievalBenchmarkConfig
+from prover.benchmarking.harness import git_commit, load_config, machine, parser, to_plain, write_and_print
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
 from prover.utils.progress import progress_bar
-from prover.utils.runinfo import git_commit, machine
 from retriever.evaluation.benchmark import results_stem
 from retriever.models.cfr import CFRRetriever
 from retriever.registry import build_retriever
+from retriever.settings import RetrievalBenchmarkConfig
 
 log = logging.getLogger("masked_search")
 
@@ -99,7 +95,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=None, help="a retrieval benchmark config (data, retriever.models)")
     p.add_argument("--retrievers", default="cfr-conventional,cfr", help="comma-separated CFR retrievers")
     p.add_argument("--queries", type=int, default=200)
@@ -124,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
               "command": " ".join(["python benchmarks/masked_search.py", *(argv if argv is not None else sys.argv[1:])]),
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(), "rows": rows}
     stem = "masked-search-" + results_stem(ds, cfg.data.split, cfg.results_tag).removeprefix("retrieval-")
-    write_json(Path(cfg.results_dir) / f"{stem}.json", result)
-    (Path(cfg.results_dir) / f"{stem}.md").write_text(markdown(result))
-    print(markdown(result))
+    write_and_print(Path(cfg.results_dir) / stem, result, markdown)
     return 0
 
 

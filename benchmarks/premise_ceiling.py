@@ -24,31 +24,27 @@ benchmarks/results/premise-ceiling-mathlib-src-<split>.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from benchmarks.candidate_ranker import CONFIG, dump_path, read_dump, write_results  # noqa: E402
-from generator.evaluate import condition_premises, eval_examples  # noqa: E402
-from generator.inputs import normalize_tactic  # noqa: E402
-from generator.instantiate import fill, template  # noqa: E402
-from generator.model import TacticGenerator  # noqa: E402
-from generator.neighbors import TacticNeighbors  # noqa: E402
-from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
-from prover.config import load_config, to_plain  # noqa: E402
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
-from retriever.registry import build_retriever  # noqa: E402
+from generator.evaluate import condition_premises, eval_examples
+from generator.inputs import normalize_tactic
+from generator.instantiate import fill, template
+from generator.model import TacticGenerator
+from generator.neighbors import TacticNeighbors
+from generator.settings import GeneratorBenchmarkConfig
+from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
+                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         to_plain, write_and_print)
+from prover.data.dataset import Dataset
+from prover.utils.logs import setup_logging
+from retriever.registry import build_retriever
 
 log = logging.getLogger("benchmark.premise_ceiling")
 
@@ -193,12 +189,12 @@ def markdown(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=CONFIG)
     p.add_argument("--split", default="leandojo-real/select")
     p.add_argument("--run-dir", default="runs/candidate-ranker", help="where candidate_ranker.py dumped")
     p.add_argument("--results-dir", default="benchmarks/results")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("overrides", nargs="*")
     args = p.parse_intermixed_args(argv)
     commit = require_clean_tree(args.allow_dirty)
@@ -206,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
     command = "python benchmarks/premise_ceiling.py " + " ".join(sys.argv[1:] if argv is None else argv)
     result = run(cfg, args.split, Path(args.run_dir), commit, command.strip())
-    write_results(Path(args.results_dir) / f"premise-ceiling-mathlib-src-{args.split.replace('/', '-')}", result, markdown)
+    write_and_print(Path(args.results_dir) / f"premise-ceiling-mathlib-src-{args.split.replace('/', '-')}", result, markdown)
     return 0
 
 

@@ -19,7 +19,6 @@ Writes benchmarks/results/project-corpus.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -31,9 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from prover.benchmarking.harness import add_allow_dirty, machine, parser, require_clean_tree, write_and_print
 from prover.data.corpus_reference import annotated_premises, compare_by_kind, placement
-from prover.data.jsonio import write_json
-from prover.utils.runinfo import machine, require_clean_tree
 
 
 def run_build(source: Path, out: Path) -> dict:
@@ -58,12 +56,12 @@ def source_bytes(root: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     data = Path(os.environ.get("PROVER_DATA", "../shared/data"))
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--source", default=str(data / "mathlib-src" / "leandojo-real" / "source"))
     p.add_argument("--records", default=str(data / "mathlib-src" / "leandojo-real" / "val.json"))
     p.add_argument("--reference", default=str(data / "mathlib-src" / "corpus.jsonl.gz"))
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     p.add_argument("--results-dir", default="benchmarks/results")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)
@@ -110,9 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         "placement": placed, "by_kind": cmp, "estimate_all_mathlib": estimate,
     }
     out = Path(args.results_dir)
-    write_json(out / "project-corpus.json", result)
-    (out / "project-corpus.md").write_text(markdown(result), encoding="utf-8")
-    print(markdown(result))
+    write_and_print(out / "project-corpus", result, markdown)
     return 0
 
 

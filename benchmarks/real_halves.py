@@ -15,23 +15,18 @@ theorems (a theorem's queries together). What this can and cannot make honest:
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prover.data.halves import HALVES_FILE, half_keys  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.utils.runinfo import git_commit, machine  # noqa: E402
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals  # noqa: E402
-from retriever.evaluation.evaluate import per_query_from_rankings  # noqa: E402
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, git_commit, machine, mean_interval,
+                                         paired_intervals, parser, write_and_print)
+from prover.data.halves import HALVES_FILE, half_keys
+from retriever.evaluation.evaluate import per_query_from_rankings
 
 RESULTS = Path("benchmarks/results")
 RETRIEVAL = "retrieval-mathlib-src-leandojo-real-val-cpu"
@@ -213,7 +208,7 @@ def headline(res: dict) -> str:
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
+    parser(__doc__).parse_args()
     from prover.data.dataset import Dataset
     t0 = time.perf_counter()
     data = Path(os.environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"
@@ -225,9 +220,7 @@ def main() -> None:
            "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},
            "retrieval": retrieval(val_keys, halves), "generator": generator(halves), "replay": replay(halves)}
     res["seconds"] = round(time.perf_counter() - t0, 1)
-    write_json(RESULTS / "real-halves-mathlib-src.json", res)
-    (RESULTS / "real-halves-mathlib-src.md").write_text(markdown(res))
-    print(markdown(res))
+    write_and_print(RESULTS / "real-halves-mathlib-src", res, markdown)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ pass@1. Writes replay-compare-<dataset>-<split>-vs-<base>.{json,md} beside the f
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -24,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.data.jsonio import write_json
-from prover.utils.runinfo import require_clean_tree
-from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, mean_interval, paired_intervals,
+                                         parser, require_clean_tree, write_and_print)
 
 
 def at_commit(path: Path, rev: str) -> dict:
@@ -79,12 +77,12 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("file", type=Path, help="a committed search-replay-*.json")
     p.add_argument("--base", help="the commit holding the earlier run of the same file")
     p.add_argument("--base-file", type=Path, help="or another committed results file of the same theorems")
     p.add_argument("--label", default="before", help="what the earlier run was, for the table")
-    p.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     if (args.base is None) == (args.base_file is None):
         p.error("give one of --base (a commit) and --base-file (a results file)")
@@ -100,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     # Not search-replay-*: that name is for the benchmark's own result files.
     vs = args.base or args.base_file.stem.removeprefix("search-replay-")
     stem = (args.file.parent / f"replay-compare-{args.file.stem.removeprefix('search-replay-')}-vs-{vs}").as_posix()
-    write_json(Path(stem + ".json"), result)
-    Path(stem + ".md").write_text(markdown(result))
-    print(markdown(result))
+    write_and_print(stem, result, markdown)
     return 0
 
 

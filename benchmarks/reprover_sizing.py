@@ -12,7 +12,6 @@ and projects the steps that 45 CPU-minutes buy. Writes benchmarks/results/reprov
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import replace
@@ -21,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from prover.benchmarking.harness import add_allow_dirty, machine, parser, require_clean_tree, write_results
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine, require_clean_tree
 from retriever.models.reprover import ByteEncoder, premise_text, similarity_loss
 from retriever.settings import ReProverConfig
 from retriever.training.train_reprover import make_batch, training_examples
@@ -67,12 +65,12 @@ def cpu_seconds_per_step(rc: ReProverConfig, batches: list, texts: list[str]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--data", default=str(Path(__import__("os").environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--cfr-steps", type=int, default=4992)
     ap.add_argument("--out", default="benchmarks/results")
-    ap.add_argument("--allow-dirty", action="store_true")
+    add_allow_dirty(ap)
     args = ap.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)
     setup_logging()
@@ -99,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
                      "steps_in_45_cpu_min": steps, "ge_cfr_steps": steps >= args.cfr_steps})
         print(rows[-1], flush=True)
     out = Path(args.out)
-    write_json(out / "reprover-sizing.json", {
+    result = {
         "benchmark": "reprover-sizing", "git_commit": commit, "machine": machine(),
         "command": "python benchmarks/reprover_sizing.py " + " ".join(argv or sys.argv[1:]),
-        "threads": 1, "timed_steps_per_size": args.steps, "cfr_steps": args.cfr_steps, "rows": rows})
+        "threads": 1, "timed_steps_per_size": args.steps, "cfr_steps": args.cfr_steps, "rows": rows}
     lines = ["# ReProver-style encoder sizes: CPU-seconds per step (one thread, batch 16, 3 negatives)", "",
              f"CFR (conventional, cpu.yaml) takes {args.cfr_steps} steps in 45 CPU-minutes. Median of "
              f"{args.steps} timed steps per size on real random/train batches. Commit `{commit}`.", "",
@@ -112,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['d_model']} | {r['d_ff']} | {r['num_layers']} | {r['num_heads']} | "
                      f"{r['max_state_len']}/{r['max_premise_len']} | {r['parameters'] / 1e6:.2f}M | "
                      f"{r['cpu_seconds_per_step']:.2f} | {r['steps_in_45_cpu_min']} | {'yes' if r['ge_cfr_steps'] else 'no'} |")
-    (out / "reprover-sizing.md").write_text("\n".join(lines) + "\n")
+    write_results(out / "reprover-sizing", result, "\n".join(lines) + "\n")
     return 0
 
 

@@ -12,23 +12,20 @@ A row built on a model its time budget stopped before its planned step is refuse
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
+from prover.benchmarking.harness import add_allow_dirty, load_config, parser, require_clean_tree
 from prover.utils.logs import setup_logging
-from prover.config import load_config
-from retriever.settings import RetrievalBenchmarkConfig
-from prover.utils.runinfo import require_clean_tree
 from retriever.evaluation.benchmark import run_retrieval_benchmark
 from retriever.evaluation.evaluate import markdown_table
+from retriever.settings import RetrievalBenchmarkConfig
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute the named rows already in the results file (the others stay)")
-    p.add_argument("--allow-dirty", action="store_true",
-                   help="run on uncommitted code or configs; the rows written are marked dirty")
+    add_allow_dirty(p)
     p.add_argument("--allow-partial", action="store_true",
                    help="score models their time budget stopped before the planned step; their rows are marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")

@@ -21,7 +21,6 @@ random-trained models must never be scored on novel_premises/test).
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
@@ -30,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from prover.benchmarking.harness import parser
 from prover.utils.logs import setup_logging
 
 log = logging.getLogger("pipeline")
@@ -124,7 +124,7 @@ def run_stages(config: str, run_dir: str, logs: Path, strategy: str, jobs: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/retriever/small.yaml")
     p.add_argument("--strategy", default="random", help="split strategy: random or novel_premises")
     p.add_argument("--run-dir", default=None,

@@ -15,7 +15,6 @@ Writes benchmarks/results/search-throughput-<retriever>.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -23,16 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prover.config import load_config  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.search.actors import RaySession  # noqa: E402
-from prover.search.benchmark import run_one  # noqa: E402
-from prover.search.settings import SearchBenchmarkConfig  # noqa: E402
-from prover.search.theorems import default_data_root  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import git_commit, machine  # noqa: E402
+from prover.benchmarking.harness import git_commit, load_config, machine, parser, write_results
+from prover.search.actors import RaySession
+from prover.search.benchmark import run_one
+from prover.search.settings import SearchBenchmarkConfig
+from prover.search.theorems import default_data_root
+from prover.utils.logs import setup_logging
 
 log = logging.getLogger("benchmarks.search")
 REPO = Path(__file__).resolve().parents[1]
@@ -126,7 +121,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--limit", type=int, default=48, help="theorems per configuration")
     p.add_argument("--retriever", default="cfr", help="cfr (default) or bm25")
@@ -179,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(args.out)
     stem = f"search-throughput-{args.retriever}"
-    write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result), encoding="utf-8")
+    write_results(out / stem, result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -12,12 +12,8 @@ configs/cluster/cluster.yaml benchmarks/search_job.py -- ARGS` runs it on the he
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-# Run from a checkout without `pip install -e .` (a job's working dir): the repo root first.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prover.cli import main  # noqa: E402
+from prover.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["benchmark", *sys.argv[1:]]))

@@ -20,28 +20,25 @@ unless --allow-partial, which marks the rows searched with it.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from omegaconf import OmegaConf
 
-from omegaconf import OmegaConf  # noqa: E402
-
-from prover.config import load_config  # noqa: E402
-from prover.data.jsonio import load_json, write_json  # noqa: E402
-from prover.env.base import ENV_REPLAY  # noqa: E402
-from prover.search.best_first import SearchConfig  # noqa: E402
-from prover.search.replay_benchmark import (CEILING, CEILING_IN_BUDGET, RATE_LABEL, add_intervals,  # noqa: E402
-                                            classify, markdown, outcome_row, replay_ceiling)
-from prover.search.results import ResultsFile  # noqa: E402
-from prover.search.settings import SearchBenchmarkConfig, as_object, run_name  # noqa: E402
-from prover.search.theorems import load_source, load_tasks  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import (machine, peak_rss_gib, require_clean_tree,  # noqa: E402
-                                  require_full_training, row_provenance)
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, peak_rss_gib,
+                                         require_clean_tree, row_provenance, write_results)
+from prover.data.jsonio import load_json
+from prover.env.base import ENV_REPLAY
+from prover.search.best_first import SearchConfig
+from prover.search.replay_benchmark import (CEILING, CEILING_IN_BUDGET, RATE_LABEL, add_intervals, classify,
+                                            markdown, outcome_row, replay_ceiling)
+from prover.search.results import ResultsFile
+from prover.search.settings import SearchBenchmarkConfig, as_object, run_name
+from prover.search.theorems import load_source, load_tasks
+from prover.utils.logs import setup_logging
+from prover.utils.runinfo import require_full_training
 
 log = logging.getLogger("benchmarks.search_replay")
 REPO = Path(__file__).resolve().parents[1]
@@ -49,14 +46,13 @@ DEFAULT_RETRIEVERS = "none,bm25,cfr-conventional+car"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/search/replay_real.yaml")
     p.add_argument("--retrievers", default=DEFAULT_RETRIEVERS,
                    help=f"comma-separated registered retrievers, one row each (default {DEFAULT_RETRIEVERS})")
     p.add_argument("--results-dir", default="benchmarks/results")
     p.add_argument("--tag", default="", help="names a second results file: search-replay-<dataset>-<split>-<tag>")
-    p.add_argument("--allow-dirty", action="store_true",
-                   help="run on uncommitted code or configs; the rows written are marked dirty")
+    add_allow_dirty(p)
     p.add_argument("--allow-partial", action="store_true",
                    help="search with a generator its time budget stopped before the planned step; its rows are marked partial")
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
@@ -152,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(args.results_dir)
     stem = f"search-replay-{dataset}-{split.replace('/', '-')}" + (f"-{args.tag}" if args.tag else "")
-    write_json(out / f"{stem}.json", result)
-    (out / f"{stem}.md").write_text(markdown(result), encoding="utf-8")
+    write_results(out / stem, result, markdown(result))
     print(markdown(result))
     return 0
 

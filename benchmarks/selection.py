@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+from prover.benchmarking.harness import RESULTS_DIR, write_results
+
+RESULTS = RESULTS_DIR
 
 # CAR recipes A-D of configs/retriever/cpu.yaml: each chose k1 and the fusion weight on
 # random/val (car_fusion.py) and was then scored once on random/test.
@@ -121,8 +122,7 @@ def markdown(choices: list[dict]) -> str:
 
 def main() -> int:
     choices = car_choices() + other_choices()
-    (RESULTS / "selection.json").write_text(json.dumps({"benchmark": "selection", "choices": choices}, indent=1) + "\n")
-    (RESULTS / "selection.md").write_text(markdown(choices))
+    write_results(RESULTS / "selection", {"benchmark": "selection", "choices": choices}, markdown(choices), indent=1)
     print(markdown(choices))
     return 0
 

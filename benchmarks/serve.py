@@ -19,7 +19,6 @@ uncommitted code or configs is refused unless --allow-dirty (the results name th
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import logging
@@ -36,16 +35,14 @@ import httpx
 import numpy as np
 from omegaconf import OmegaConf
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, require_clean_tree,
+                                         to_plain, write_and_print)
+from prover.data.dataset import Dataset
+from prover.serve.loading import RERANK_SUFFIX
+from prover.serve.settings import ServeBenchmarkConfig
+from prover.utils.logs import setup_logging
 
-from prover.config import load_config, to_plain  # noqa: E402
-from prover.data.dataset import Dataset  # noqa: E402
-from prover.data.jsonio import write_json  # noqa: E402
-from prover.serve.loading import RERANK_SUFFIX  # noqa: E402
-from prover.serve.settings import ServeBenchmarkConfig  # noqa: E402
-from prover.utils.logs import setup_logging  # noqa: E402
-from prover.utils.runinfo import machine, require_clean_tree  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 log = logging.getLogger("benchmark.serve")
 
@@ -245,10 +242,10 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=None)
     p.add_argument("overrides", nargs="*", help="key=value config overrides")
-    p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted code or configs")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()
@@ -278,9 +275,7 @@ def main(argv: list[str] | None = None) -> int:
               "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows,
               "total_errors": sum(r["errors"] for r in rows), "total_shed": sum(r["shed"] for r in rows)}
     stem = out / f"serve-{cfg.name}"
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_and_print(stem, result, markdown)
     if result["total_errors"]:
         print(f"{result['total_errors']} requests failed", file=sys.stderr)
         return 1

@@ -12,7 +12,6 @@ run resumes. Writes benchmarks/results/tiny-seeds-mathlib-src-mini-random-val.{j
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -22,16 +21,14 @@ from pathlib import Path
 
 import torch
 
-from prover.config import load_config
+from prover.benchmarking.harness import git_commit, load_config, machine, parser, write_results
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.logs import setup_logging
-from prover.utils.runinfo import git_commit, machine
 from retriever.evaluation.evaluate import evaluate
-from retriever.training.pretrain import pretrain
 from retriever.registry import build_retriever
 from retriever.settings import RetrieverTrainConfig
+from retriever.training.pretrain import pretrain
 from retriever.training.train_car import train_car
 from retriever.training.train_cfr import train_cfr, untrained_retriever
 
@@ -82,7 +79,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default=str(REPO / "configs/retriever/tiny.yaml"))
     p.add_argument("--seeds", default="42,1,2,3")
     p.add_argument("--repeat", default="42", help="seeds to train twice ('' for none)")
@@ -112,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                   "git_commit": commit, "machine": machine(),
                   "rows": [rows[s] for s in order if s in rows] + [r for s, r in rows.items() if s not in order],
                   "repeats": repeats}
-        write_json(out.with_suffix(".json"), result)
-        out.with_suffix(".md").write_text(markdown(result))
+        write_results(out, result, markdown(result))
         return result
 
     ds = None

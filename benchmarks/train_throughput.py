@@ -25,11 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from prover.config import load_config
-from prover.data.jsonio import write_json
-from prover.utils.runinfo import git_commit, machine
-from retriever.settings import RetrieverTrainConfig
+from prover.benchmarking.harness import git_commit, load_config, machine, parser, write_results
 from retriever.models.car import car_run_dir
+from retriever.settings import RetrieverTrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -114,12 +112,11 @@ def rerender(path: Path) -> None:
     result.setdefault("notes", []).append(
         f"Rates recomputed from each row's steps and seconds by `python benchmarks/train_throughput.py "
         f"--render {path.name}` at {git_commit()}.")
-    write_json(path, result)
-    path.with_suffix(".md").write_text(render(result))
+    write_results(path.with_suffix(""), result, render(result))
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--config", default="configs/retriever/paper.yaml")
     p.add_argument("--minutes", type=float, default=1.0, help="training budget per stage")
     p.add_argument("--log-every", type=int, default=5, help="steps per log row (rate windows)")
@@ -178,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
               "git_commit": git_commit(), "machine": info}
     md = render(result)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(md)
+    write_results(stem, result, md)
     print(md)
     return 0 if all(r["exit_code"] == 0 for r in rows) else 1
 

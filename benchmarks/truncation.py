@@ -9,17 +9,15 @@ Hugging Face's default, and "left"). Writes benchmarks/results/truncation-<datas
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
+from prover.benchmarking.harness import git_commit, machine, parser, write_results
 from prover.data.dataset import Dataset
-from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.data.premise import GOAL_TOKEN
 from prover.utils.progress import progress_bar
-from prover.utils.runinfo import git_commit, machine
 from retriever.models.car import truncate_pair
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import load_tokenizer
@@ -28,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--tokenizer", required=True, help="a trained tokenizer folder (<run_dir>/tokenizer)")
     p.add_argument("--data", default=str(Path(os.environ.get("PROVER_DATA", REPO.parent / "shared/data")) / "mathlib-src"))
     p.add_argument("--split", default="random/val")
@@ -66,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                     for side, n in goal_lost.items())
           + f"\nTokenizer `{args.tokenizer}`. Commit {result['git_commit']}.\nCommand: `{result['command']}`\n")
     stem = Path(args.results_dir) / f"truncation-{ds.name}-{args.split.replace('/', '-')}"
-    write_json(stem.with_suffix(".json"), result)
-    stem.with_suffix(".md").write_text(md)
+    write_results(stem, result, md)
     print(md)
     return 0
 

@@ -123,7 +123,7 @@ class GeneratorTrainConfig:
 
 @dataclass
 class GeneratorBenchmarkConfig:
-    """benchmarks/generator.py: one trained generator under several premise conditions."""
+    """benchmarks/tactic_generator.py: one trained generator under several premise conditions."""
 
     data: DataConfig = field(default_factory=lambda: DataConfig(split="random/test"))
     model: str = "runs/generator-tiny/generator/model"

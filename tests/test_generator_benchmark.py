@@ -23,7 +23,7 @@ def _example(tac, i=0):
 
 @pytest.fixture(scope="module")
 def bench():
-    return benchmark_script("generator")
+    return benchmark_script("tactic_generator")
 
 
 def test_frequency_baseline_on_a_hand_made_training_split():

@@ -151,7 +151,7 @@ def test_tiny_generator_stopped_by_its_budget_is_partial_then_resumes_to_an_unin
         "budget", 6, STEPS, True, False)
 
     # A results row built on it: refused, or with --allow-partial marked partial.
-    bench = benchmark_script("generator")
+    bench = benchmark_script("tactic_generator")
     mini = require(DATA_ROOT / "mathlib-src-mini")
     args = ["--allow-dirty", "--config", str(REPO / "configs/generator/benchmark_mini.yaml"),
             f"model={tmp_path / 'cut/generator/model'}", f"data.root={mini}", f"results_dir={tmp_path / 'results'}",

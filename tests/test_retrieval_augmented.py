@@ -214,7 +214,7 @@ def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_g
 
 
 def test_a_grown_pool_counts_the_training_tactics_without_the_evaluated_theorems(ra_generator):
-    from benchmarks.generator import grown_pool
+    from benchmarks.tactic_generator import grown_pool
     from generator.model import frequent_targets
     cfg, summary = ra_generator
     nb = TacticGenerator.load(summary["model"]).neighbors

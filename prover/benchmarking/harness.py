@@ -1,0 +1,81 @@
+"""The benchmark harness: what every script in benchmarks/ takes from one place.
+
+- arguments: `parser(__doc__)` and `add_allow_dirty(p)`, the flag every benchmark that can
+  refuse a dirty tree takes;
+- config: `load_config` (OmegaConf, a schema plus YAML plus dotlist overrides) and `to_plain`;
+- provenance: `require_clean_tree` (call it before any work), `git_commit`, `row_provenance`,
+  `machine`, `peak_rss_gib`, and `command_line`, the command a results file records;
+- results: `write_results` writes STEM.json and STEM.md under benchmarks/results/ (or the
+  folder a run names);
+- statistics: the theorem-level paired bootstrap (`paired_intervals`, `mean_interval`,
+  `resampled_means`), one seed and one resampling for every results file.
+
+Scripts are run as `python benchmarks/NAME.py` with the project installed: they import this
+package and never edit sys.path, and code two scripts share lives in prover/benchmarking/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from prover.config import load_config, to_plain
+from prover.data.jsonio import write_json
+from prover.utils.runinfo import (git_commit, machine, peak_rss_gib, provenance_lines,
+                                  require_clean_tree, row_provenance)
+from retriever.evaluation.bootstrap import (N_RESAMPLES, SEED, PairedIntervals, mean_interval,
+                                            paired_intervals, percentile_interval, resampled_means)
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS_DIR = REPO / "benchmarks" / "results"
+
+__all__ = ["REPO", "RESULTS_DIR", "N_RESAMPLES", "SEED", "PairedIntervals", "add_allow_dirty",
+           "command_line", "git_commit", "load_config", "machine", "mean_interval",
+           "paired_intervals", "parser", "peak_rss_gib", "percentile_interval", "provenance_lines",
+           "require_clean_tree", "resampled_means", "row_provenance", "to_plain", "write_and_print",
+           "write_results"]
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser described by the first line of a script's docstring."""
+    return argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0] if doc else None)
+
+
+def add_allow_dirty(p: argparse.ArgumentParser,
+                    help: str = "run on uncommitted code or configs; the rows written are marked dirty",
+                    ) -> argparse.ArgumentParser:
+    """--allow-dirty: pass its value to `require_clean_tree` before any work."""
+    p.add_argument("--allow-dirty", action="store_true", help=help)
+    return p
+
+
+def command_line(script: str | None = None, argv: list[str] | None = None) -> str:
+    """The command a results file records: `python SCRIPT ARGS`. `script` names the script as
+    the README runs it (benchmarks/NAME.py) where sys.argv[0] may be another path; `argv`
+    replaces sys.argv[1:] for a call from Python."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return " ".join(["python", script or sys.argv[0], *args])
+
+
+def write_results(stem: str | Path, result: dict, markdown: str,
+                  indent: int | None = None) -> tuple[Path, Path]:
+    """STEM.json (the record) and STEM.md (its tables); returns both paths. `indent` keeps a
+    file written before the harness in its own layout (selection.json: 1, a final newline)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = stem.with_name(stem.name + ".json"), stem.with_name(stem.name + ".md")
+    if indent is None:
+        write_json(json_path, result)
+    else:
+        json_path.write_text(json.dumps(result, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    return json_path, md_path
+
+
+def write_and_print(stem: str | Path, result: dict, render: Callable[[dict], str]) -> None:
+    """`write_results` with the Markdown rendered by `render`, and the tables printed."""
+    text = render(result)
+    write_results(stem, result, text)
+    print(text)
