@@ -10,7 +10,7 @@ from prover.benchmarking.cited_numbers import doc_paths, index_numbers, violatio
 from prover.benchmarking.results_index import INDEX, RESULTS, SHIPPED, render
 
 REPO = Path(__file__).resolve().parents[1]
-STEPS = "retrieval-mathlib-src-random-test-cpu-steps"  # a shipped row's file
+STEPS = "retrieval-mathlib-src-random-test-cpu"  # the shipped recipe's random/test row
 
 
 def test_the_committed_index_is_the_render_of_the_results_json():

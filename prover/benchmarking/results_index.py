@@ -130,10 +130,18 @@ def shipped_rows(results: dict[str, dict], shipped: list[dict]) -> list[str]:
     out = []
     for entry in shipped:
         result = results[entry["file"]]
+        mark = " †" if entry.get("dagger") else ""
+        if isinstance(result["rows"], dict):  # the real-val halves' files: row -> {half: R@10, ci}
+            half = entry["half"]
+            v = result["rows"][entry["row"]][half]
+            out.append(f"| {entry['row']}{mark} | leandojo-real/{half} | {v['R@10']} {v['ci']} | "
+                       f"[{entry['file']}]({entry['file']}.md) | {short_commit(result.get('git_commit'))} | "
+                       f"`{cell(result.get('command', ''))}` | {cell(budget(result))} |")
+            continue
         row = next(r for r in result["rows"] if r.get("retriever") == entry["row"])
         commit = (row.get("provenance") or {}).get("git_commit", result.get("git_commit"))
         command = (row.get("provenance") or {}).get("command", result.get("command", ""))
-        out.append(f"| {entry['row']} | {result['split']} | {cell(retrieval_values(row))} | "
+        out.append(f"| {entry['row']}{mark} | {result['split']} | {cell(retrieval_values(row))} | "
                    f"[{entry['file']}]({entry['file']}.md) | {short_commit(commit)} | `{cell(command)}` | "
                    f"{cell(budget({'rows': [row]}))} |")
     return out
