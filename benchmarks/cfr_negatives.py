@@ -24,7 +24,7 @@ import numpy as np
 
 from prover.benchmarking.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
                                                rankings, recall10, split_fields)
-from prover.benchmarking.harness import (command_line, git_commit, machine, paired_intervals, parser,
+from prover.benchmarking.harness import (command_line, corrections_markdown, git_commit, machine, paired_intervals, parser,
                                          peak_rss_gib, write_and_print)
 from prover.data.halves import half_keys
 from retriever.evaluation.evaluate import per_query_from_rankings
@@ -126,6 +126,7 @@ def markdown(res: dict) -> str:
     L += ["", f"Chosen on select: **{res['chosen_on_select']}**. Paired on report (points):", "",
           "| a | b | a − b |", "|---|---|---|"]
     L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["report_comparisons"]]
+    L += corrections_markdown(res)
     return "\n".join(L) + "\n"
 
 

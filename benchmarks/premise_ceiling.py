@@ -17,7 +17,8 @@ without them, so this measures that room, two ways:
    generic templates, the K most frequent one-premise shapes of the training tactics
    (`rw [_]`, `exact _`, `simp [_]`, ... mined, not hand-written) each filled with the top m
    premises shown. Coverage with premises minus coverage without, per theorem-clustered
-   bootstrap, bounds what premises can add at any k.
+   bootstrap, bounds what a perfect ordering of these candidates could gain from the premises
+   (at any k of EM@k); candidates not generated here are outside the bound.
 
 Intervals resample theorems (2000 resamples, seed 0). Writes
 benchmarks/results/premise-ceiling-mathlib-src-<split>.{json,md}.

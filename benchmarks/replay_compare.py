@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, mean_interval, paired_intervals,
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, corrections_markdown, mean_interval, paired_intervals,
                                          parser, require_clean_tree, write_and_print)
 
 
@@ -73,6 +73,7 @@ def markdown(result: dict) -> str:
                      f"| {100 * r['diff']:+.1f} [{100 * r['diff_ci'][0]:+.1f}, {100 * r['diff_ci'][1]:+.1f}] "
                      f"| {len(r['only_now'])} | {', '.join(f'`{t}`' for t in r['only_base']) or '0'} |")
     lines += ["", f"Command: `{result['command']}`"]
+    lines += corrections_markdown(result)
     return "\n".join(lines) + "\n"
 
 

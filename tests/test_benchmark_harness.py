@@ -60,3 +60,16 @@ def test_command_line_is_what_was_typed(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["benchmarks/ltr_fusion.py", "--data", "d"])
     assert command_line() == "python benchmarks/ltr_fusion.py --data d"
     assert command_line("benchmarks/x.py", ["a=1"]) == "python benchmarks/x.py a=1"
+
+
+def test_a_close_call_keeps_what_is_shipped():
+    """DEVELOPING.md's rule, on the choices where it arose: a select gain whose interval reaches
+    zero keeps the shipped option; one above zero ships the winner."""
+    from prover.benchmarking.harness import choose_within_noise, corrections_markdown
+    assert choose_within_noise("statements", "steps", (-1.0, 1.7))[0] == "statements"  # fusion queries
+    assert choose_within_noise("8 tactics", "32 tactics", (0.0, 7.5))[0] == "8 tactics"  # replay search
+    kept, why = choose_within_noise("uniform", "steps-hard-bm25", [0.2, 4.1])
+    assert kept == "steps-hard-bm25" and "above zero" in why
+    assert choose_within_noise("a", "a", (-1, 1)) == ("a", "a is already the best on select")
+    assert corrections_markdown({}) == []
+    assert corrections_markdown({"corrections": ["x"]}) == ["", "## Corrections", "", "- x"]

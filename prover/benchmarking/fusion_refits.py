@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from prover.benchmarking.fusion_halves import arguments, cached_rankings, half_rows
-from prover.benchmarking.harness import N_RESAMPLES, SEED, paired_intervals
+from prover.benchmarking.harness import N_RESAMPLES, SEED, corrections_markdown, paired_intervals
 from prover.data.dataset import Dataset
 from prover.data.halves import half_keys
 from prover.data.pairs import premise_queries
@@ -96,6 +96,7 @@ def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
     else:
         L += ["", f"{stays}; report is not scored again."]
     L += ["", f"Commit {res['git_commit']}; {res['budget']}. Command: `{res['command']}`"]
+    L += corrections_markdown(res)
     return L
 
 

@@ -8,7 +8,9 @@
 - results: `write_results` writes STEM.json and STEM.md under benchmarks/results/ (or the
   folder a run names);
 - statistics: the theorem-level paired bootstrap (`paired_intervals`, `mean_interval`,
-  `resampled_means`), one seed and one resampling for every results file.
+  `resampled_means`), one seed and one resampling for every results file;
+- choices: `choose_within_noise`, the project's one rule for a close call (DEVELOPING.md), and
+  `corrections_markdown`, how a committed file says what was later found wrong in it.
 
 Scripts are run as `python benchmarks/NAME.py` with the project installed: they import this
 package and never edit sys.path, and code two scripts share lives in prover/benchmarking/.
@@ -79,3 +81,23 @@ def write_and_print(stem: str | Path, result: dict, render: Callable[[dict], str
     text = render(result)
     write_results(stem, result, text)
     print(text)
+
+
+def choose_within_noise(shipped: str, best: str, interval: tuple[float, float] | list[float]) -> tuple[str, str]:
+    """The option to ship, and why: `best` (the best on select) only when its paired interval
+    over `shipped` lies wholly above zero; otherwise `shipped` stays, since a gain inside its
+    noise is not a gain. Where nothing is shipped yet, pass the simpler option as `shipped`."""
+    lo, hi = interval
+    if best == shipped:
+        return shipped, f"{shipped} is already the best on select"
+    if lo > 0:
+        return best, f"{best} − {shipped} is [{lo:+.1f}, {hi:+.1f}] on select: above zero"
+    return shipped, (f"{best} − {shipped} is [{lo:+.1f}, {hi:+.1f}] on select: inside the noise, "
+                     f"so {shipped} stays")
+
+
+def corrections_markdown(result: dict) -> list[str]:
+    """The Markdown lines of a file's `corrections` (what a later session found wrong in what
+    the file says, each with where it was corrected), [] for none. Numbers are never edited."""
+    notes = result.get("corrections") or []
+    return (["", "## Corrections", ""] + [f"- {n}" for n in notes]) if notes else []

@@ -120,6 +120,8 @@ def file_row(stem: str, result: dict) -> str:
     splits = [s + ("†" if s in chosen else "") for s in scored]
     splits += [f"chosen or fitted on {s}†" for s in chosen if s not in scored]
     roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "—"
+    if result.get("corrections"):  # a later session found something wrong in what it says
+        roles += f"; {len(result['corrections'])} correction(s) in the file"
     command = f"`{cell(result['command'])}`" if result.get("command") else "—"
     numbers = "<br>".join(cell(h) for h in headline(result)) or "—"
     return (f"| [{stem}]({stem}.md) | {result.get('benchmark', '—')} | {'<br>'.join(splits) or '—'} | "

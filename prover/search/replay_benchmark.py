@@ -198,4 +198,6 @@ def markdown(result: dict) -> str:
               *([result["note"], ""] if result.get("note") else []),
               f"Machine: {result['machine'].get('cpu')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}.", f"Command: `{result['command']}`", ""]
+    if result.get("corrections"):  # what a later session found wrong here; numbers never edited
+        lines += ["", "## Corrections", ""] + [f"- {n}" for n in result["corrections"]]
     return "\n".join(lines)
