@@ -24,7 +24,8 @@ import numpy as np
 
 from prover.benchmarking.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
                                                rankings, recall10, split_fields)
-from prover.benchmarking.harness import (command_line, corrections_markdown, git_commit, machine, paired_intervals, parser,
+from prover.benchmarking.harness import (choose_within_noise, command_line, corrections_markdown, git_commit, machine,
+                                         paired_intervals, parser,
                                          peak_rss_gib, write_and_print)
 from prover.data.halves import half_keys
 from retriever.evaluation.evaluate import per_query_from_rankings
@@ -83,9 +84,14 @@ def main() -> None:
         per[f"CFR {name}"] = np.array([recall10(np.asarray(c), set(q.gold)) for c, q in zip(real_c, real[1])])
 
     rows = half_rows(per, halves, real[2])
-    # The one choice: which CFR the fusion keeps, by select R@10 among the shipped and the new ones.
+    # The one choice: which CFR the fusion keeps, among the shipped and the new ones, by the
+    # project's rule for close calls (a select gain inside its noise keeps the shipped one).
     candidates = ["shipped fusion (uniform-negative CFR)"] + [f"fusion with CFR {n}" for n in trained]
-    chosen = max(candidates, key=lambda n: rows[n]["select"]["R@10"])
+    best = max(candidates, key=lambda n: rows[n]["select"]["R@10"])
+    sel = halves["select"]
+    d = paired_intervals(per[best][sel], per[candidates[0]][sel],
+                         clusters=[t for t, k in zip(real[2], sel) if k]).diff
+    chosen, why = choose_within_noise(candidates[0], best, (round(100 * d[0], 1), round(100 * d[1], 1)))
     mask = halves["report"]
     clusters = [t for t, k in zip(real[2], mask) if k]
     comps = []
@@ -102,7 +108,7 @@ def main() -> None:
         d = paired_intervals(per[a][mask], per[b][mask], clusters=clusters).diff
         comps.append({"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]})
     res = {"benchmark": "cfr-negatives", "command": command_line(), "git_commit": git_commit(),
-           "machine": machine(), **split_fields(halves, real[2]), "trained": trained, "chosen_on_select": chosen,
+           "machine": machine(), **split_fields(halves, real[2]), "trained": trained, "chosen_on_select": chosen, "chosen_why": why,
            "rows": rows, "report_comparisons": comps,
            "budget": f"no network; CPU seconds {round(time.perf_counter() - t0)} here, beyond each CFR's training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}
@@ -123,7 +129,8 @@ def markdown(res: dict) -> str:
     L += ["", "| row | select R@10 | report R@10 |", "|---|---|---|"]
     L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} | {v['report']['R@10']} {v['report']['ci']} |"
           for n, v in res["rows"].items()]
-    L += ["", f"Chosen on select: **{res['chosen_on_select']}**. Paired on report (points):", "",
+    why = f" ({res['chosen_why']})" if res.get("chosen_why") else ""
+    L += ["", f"Chosen on select: **{res['chosen_on_select']}**{why}. Paired on report (points):", "",
           "| a | b | a − b |", "|---|---|---|"]
     L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["report_comparisons"]]
     L += corrections_markdown(res)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from prover.benchmarking.fusion_halves import half_rows, recall10
-from prover.benchmarking.fusion_refits import (examples, halves_fields, halves_of, halves_text,
+from prover.benchmarking.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
                                                markdown_tail, paired, rankings, report_once, start)
 from prover.benchmarking.harness import command_line, machine, peak_rss_gib, write_and_print
 from retriever.models.learned_fusion import fit_fusion, order
@@ -57,11 +57,11 @@ def main() -> None:
     rows = half_rows(per, {"select": halves["select"]}, theorems)
     select_cmp = [paired(per, WITH, SHIPPED, halves["select"], theorems),
                   paired(per, f"{NEW} alone", "neighbors-tactic alone", halves["select"], theorems)]
-    chosen = WITH if rows[WITH]["select"]["R@10"] > rows[SHIPPED]["select"]["R@10"] else SHIPPED
+    chosen, why = choose_on_select(per, [SHIPPED, WITH], SHIPPED, halves, theorems)
     res = {"benchmark": "dense-neighbors", "command": command_line(), "git_commit": commit,
            "machine": machine(), "members": members, "depth": fc.depth, "l2": fc.l2, "fitted_on": "random/val",
            **halves_fields(halves, theorems), "rows": rows, "select_comparisons": select_cmp,
-           "chosen_on_select": chosen, "report": report_once(per, chosen, SHIPPED, halves, theorems),
+           "chosen_on_select": chosen, "chosen_why": why, "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (rankings cached in {args.cache}; the "
                      "training states' CFR vectors beside the CFR model), beyond the members' own training",
            "peak_rss_gib": round(peak_rss_gib(), 2)}

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from prover.benchmarking.fusion_halves import half_rows, recall10
-from prover.benchmarking.fusion_refits import (examples, halves_fields, halves_of, halves_text,
+from prover.benchmarking.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
                                                markdown_tail, paired, rankings, report_once, start)
 from prover.benchmarking.harness import command_line, machine, peak_rss_gib, write_and_print
 from retriever.models.learned_fusion import fit_fusion, order
@@ -44,13 +44,13 @@ def main() -> None:
     per["best no-learning member alone: neighbors-tactic"] = np.array(
         [recall10(np.asarray(r[list(fc.members).index("neighbors-tactic")]), set(q.gold)) for r, q in zip(ranks, queries)])
     rows = half_rows(per, {"select": halves["select"]}, theorems)
-    chosen = max(RECIPES, key=lambda n: (rows[n]["select"]["R@10"], n == SHIPPED))
+    chosen, why = choose_on_select(per, list(RECIPES), SHIPPED, halves, theorems)
     select_cmp = [paired(per, name, SHIPPED, halves["select"], theorems) for name in RECIPES if name != SHIPPED]
     res = {"benchmark": "fusion-queries", "command": command_line(), "git_commit": commit,
            "machine": machine(), "members": list(fc.members), "depth": fc.depth, "l2": fc.l2,
            "fit_queries": {g: len(fit[g]) for g in fit}, **halves_fields(halves, theorems),
            "rows": rows, "select_comparisons": select_cmp, "chosen_on_select": chosen,
-           "report": report_once(per, chosen, SHIPPED, halves, theorems),
+           "chosen_why": why, "report": report_once(per, chosen, SHIPPED, halves, theorems),
            "budget": f"CPU seconds {round(time.perf_counter() - t0)} here (member rankings cached in {args.cache}), "
                      "beyond the members' own training", "peak_rss_gib": round(peak_rss_gib(), 2)}
     write_and_print(Path("benchmarks/results") / "fusion-queries-mathlib-src", res, markdown)

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from prover.benchmarking.fusion_halves import arguments, cached_rankings, half_rows
-from prover.benchmarking.harness import N_RESAMPLES, SEED, corrections_markdown, paired_intervals
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, choose_within_noise, corrections_markdown,
+                                         paired_intervals)
 from prover.data.dataset import Dataset
 from prover.data.halves import half_keys
 from prover.data.pairs import premise_queries
@@ -58,6 +59,16 @@ def paired(per: dict[str, np.ndarray], a: str, b: str, mask: np.ndarray, theorem
     return {"a": a, "b": b, "ci": [round(100 * d[0], 1), round(100 * d[1], 1)]}
 
 
+def choose_on_select(per: dict[str, np.ndarray], candidates: list[str], shipped: str, halves: dict,
+                     theorems: list[str]) -> tuple[str, str]:
+    """The candidate to ship and why, by the project's rule for close calls: the best on select
+    replaces `shipped` only when their paired select interval lies above zero."""
+    select = halves["select"]
+    best = max(candidates, key=lambda n: (per[n][select].mean(), n == shipped))
+    ci = paired(per, best, shipped, select, theorems)["ci"] if best != shipped else (0.0, 0.0)
+    return choose_within_noise(shipped, best, ci)
+
+
 def report_once(per: dict[str, np.ndarray], chosen: str, shipped: str, halves: dict, theorems: list[str]) -> dict:
     """The chosen row and the shipped one on report, and their difference; nothing when the
     shipped one was chosen (report is scored once per recipe that would ship)."""
@@ -86,7 +97,8 @@ def markdown_tail(res: dict, row_label: str, stays: str) -> list[str]:
     L += [f"| {n} | {v['select']['R@10']} {v['select']['ci']} |" for n, v in res["rows"].items()]
     L += ["", "Paired on select (points):", "", "| a | b | a − b |", "|---|---|---|"]
     L += [f"| {c['a']} | {c['b']} | {c['ci']} |" for c in res["select_comparisons"]]
-    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."]
+    L += ["", f"Chosen on select: **{res['chosen_on_select']}**."
+          + (f" ({res['chosen_why']})" if res.get("chosen_why") else "")]
     if res["report"]:
         rep = res["report"]
         L += ["", "On report (scored once):", "", f"| {row_label} | report R@10 |", "|---|---|"]
