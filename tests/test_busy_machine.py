@@ -1,9 +1,14 @@
-"""The demo sets its CPU threads deliberately, for itself and for the processes it starts."""
+"""What keeps `prover demo` the same on a busy machine (issue 41): one CPU thread per process,
+set for the processes it starts too; Ray's workers at the driver's priority, not nice 15; a
+search bounded by expansions. benchmarks/demo_load.py runs the whole demo beside busy loops."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+
+import shutil
+import tempfile
 
 import pytest
 
@@ -43,3 +48,28 @@ def test_the_demo_search_is_bounded_by_expansions_not_time():
     search = DemoConfig().search.search
     assert search.max_expansions == 20 and search.timeout_s >= 600.0
     assert DemoConfig().threads == 1
+
+
+def test_a_local_cluster_runs_its_workers_at_normal_priority_with_our_thread_count(monkeypatch):
+    """Ray's default, nice 15, gave each actor about 3% of a core beside two busy loops."""
+    ray = pytest.importorskip("ray")
+    from prover.search.actors import RaySession
+    from prover.search.settings import RayConfig
+    for var in THREAD_VARS:
+        monkeypatch.setenv(var, "1")  # as set_cpu_threads(1) leaves them, for Ray to inherit
+    temp = tempfile.mkdtemp(prefix="rn-", dir="/tmp")  # short: Ray's socket paths have a length limit
+
+    @ray.remote(num_cpus=1)
+    class Probe:
+        def report(self) -> tuple[int, str, int]:
+            import torch
+            return os.nice(0), os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads()
+
+    assert not ray.is_initialized()
+    session = RaySession(RayConfig(local_num_cpus=2, object_store_mb=100, temp_dir=temp))
+    try:
+        session.ensure()
+        assert ray.get(Probe.remote().report.remote(), timeout=120) == (os.nice(0), "1", 1)
+    finally:
+        session.close()
+        shutil.rmtree(temp, ignore_errors=True)
