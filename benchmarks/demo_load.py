@@ -89,10 +89,14 @@ def with_busy_loops(n: int, fn: Any, *args: Any) -> Any:
             p.wait()
 
 
+def machine_line(m: dict) -> str:
+    return f"{m.get('cpu', '?')}, {m.get('cpu_count', '?')} cores, torch {m.get('torch', '?')}, ray {m.get('ray', '?')}"
+
+
 def markdown(report: dict) -> str:
     quiet, busy = report["runs"]["quiet"], report["runs"]["busy"]
     lines = ["# `prover demo` on a quiet and on a busy machine", "",
-             f"Commit {report['git_commit']}, {report['machine']}. The busy run had "
+             f"Commit {report['git_commit']}, {machine_line(report['machine'])}. The busy run had "
              f"{report['busy_loops']} CPU-bound busy loops beside it. \"Quiet\" is the machine as it "
              "was (other jobs may have been running: see the load).", "",
              "| run | wall s | CFR s | retrieval s | generator s | search s | load before | load during (mean / max) "
