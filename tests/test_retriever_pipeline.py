@@ -23,7 +23,7 @@ from retriever.training.pretrain import pretrain
 from retriever.registry import build_retriever
 from retriever.settings import RetrieverTrainConfig
 from retriever.training.train_car import train_car
-from retriever.training.train_cfr import train_cfr, untrained_retriever
+from retriever.training.train_cfr import cfr_run_dir, train_cfr, untrained_retriever
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,9 @@ def tiny(tmp_path_factory, mini_root, one_thread):
     ds = Dataset(mini)
     corpus = ds.corpus()
     cfr = stage("cfr index", lambda: build_retriever("cfr", corpus, cfg))
+    # Saved where `prover retriever index` puts it, as a user's run has it before train-car: the
+    # registry's `cfr+car` below then loads the premise vectors instead of encoding the corpus again.
+    cfr.save_index(cfr_run_dir(cfg) / "index")
     stage("car", lambda: train_car(cfg, cfr))
     queries, _ = premise_queries(ds.theorems("random/val"), corpus)
     return cfg, corpus, cfr, queries, (seconds, wall)

@@ -36,6 +36,8 @@ def run_demo(config: str | None, overrides: list[str], argv: list[str] | None = 
     cfg = load_config(DemoConfig, config, list(overrides))
     check_demo_config(OmegaConf.to_object(cfg))
     # Everything heavy (torch, transformers, Ray) loads only now that the config is known good.
+    from prover.utils.threads import set_cpu_threads
+    set_cpu_threads(cfg.threads)  # before Ray starts: its workers inherit the setting
     from prover.data.dataset import Dataset
     out = Path(cfg.out_dir)
     for stage in ("retriever", "generator", "search"):  # trained on the spot, every run

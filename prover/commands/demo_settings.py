@@ -67,9 +67,12 @@ class DemoSearchConfig:
     theorems: int = 10
     retriever: str = TRAINED_RETRIEVER  # premises for the generator's input
     k: int = 3  # premises retrieved per state
-    # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam.
+    # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam. The search is
+    # bounded by expansions, so it proves the same theorems on a busy machine as on a quiet one;
+    # the time limit is only a safety net, far above what 20 expansions take on a loaded
+    # 2-core machine (a theorem it stops is recorded as a timeout, never as proved).
     search: SearchConfig = field(default_factory=lambda: SearchConfig(
-        num_tactics=24, max_expansions=20, timeout_s=30.0))
+        num_tactics=24, max_expansions=20, timeout_s=600.0))
     workers: int = 2
 
 
@@ -82,6 +85,9 @@ class DemoConfig:
     retriever: DemoRetrieverConfig = field(default_factory=DemoRetrieverConfig)
     generator: DemoGeneratorConfig = field(default_factory=DemoGeneratorConfig)
     search: DemoSearchConfig = field(default_factory=DemoSearchConfig)
+    # torch threads per process (this one and each Ray actor): one, so that on a machine whose
+    # cores other jobs hold, OpenMP workers do not spin waiting for cores (prover/utils/threads.py).
+    threads: int = 1
 
 
 def check_demo_config(cfg: DemoConfig) -> None:
@@ -91,5 +97,7 @@ def check_demo_config(cfg: DemoConfig) -> None:
         if name not in allowed:
             raise ConfigError(f"{key}: unknown retriever {name!r} for prover demo; choose from "
                              f"{', '.join(allowed)}")
+    if cfg.threads < 1:
+        raise ConfigError(f"threads must be at least 1, not {cfg.threads}")
     if cfg.search.theorems < 1:
         raise ConfigError(f"search.theorems must be at least 1, not {cfg.search.theorems}")
