@@ -217,9 +217,11 @@ class RetrieverTrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
-# The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).
 @dataclass
 class RetrieverConfig:
+    """Which retriever, with what k: the one retriever choice of retrieval evaluation, proof
+    search, the service, the generator benchmark and the demo (retriever/registry.py builds it)."""
+
     name: str = "bm25"
     bm25: BM25Config = field(default_factory=BM25Config)
     # Trained retrievers (cfr, cfr+car, reprover, hybrid) are read from the run folder of a
@@ -234,6 +236,21 @@ class RetrieverConfig:
     usage_split: str | None = None  # (`neighbors` counts the same proofs)
     seed: int = 0  # the `random` baseline's seed
     neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/baselines/neighbors.py)
+    k: int = 10  # premises retrieved per state (a search's; evaluation ranks eval.ks)
+    # Dataset folder whose corpus.jsonl is searched (proof search). null there: the corpus of the
+    # project the run is on (env.repl.project; prove-sorries: the project), built from its
+    # source into corpus_cache once per project state (prover data corpus).
+    corpus: str | None = None
+    corpus_cache: str = "runs/corpora"
+    # Dataset whose training proofs the priors (usage, neighbors, the fusion's) count, matched to
+    # the corpus by premise name. null: the evaluated dataset's (data.root), else the corpus folder's.
+    training_data: str | None = None
+    # `file::name` of the theorems being proved or scored: the priors count no proof of theirs,
+    # so a search never sees its own proofs (a benchmark fills it; a config leaves it empty).
+    exclude: tuple[str, ...] = ()
+
+
+# The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).
 
 
 @dataclass

@@ -28,11 +28,12 @@ from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
 from prover.search.batching import BatchingConfig, DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
-from prover.search.components import require_env
+from prover.search.components import premise_source, require_env
 from prover.search.results import make_record
 from prover.search.settings import EnvSettings
 from prover.search.sources import Suggested
 from prover.search.theorems import ProofTask
+from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,9 @@ def _batcher(fn: Any, cfg: BatchingConfig) -> DynamicBatcher:
 class RetrieverActor:
     """Premises for states, batched across all callers."""
 
-    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
-        self.source = spec.build()  # a PremiseSource
-        self.name = spec.describe()
+    def __init__(self, choice: RetrieverConfig, batching: BatchingConfig) -> None:
+        self.source = premise_source(choice)
+        self.name = choice.name
         self.batcher = _batcher(self._batch, batching)
 
     def _batch(self, items: list[tuple[str, Any]]) -> list[list[Premise]]:
@@ -113,14 +114,14 @@ class ProverWorker:
 
     def __init__(self, worker_id: str, env: EnvSettings, search: SearchConfig, retriever_name: str,
                  premises: Any, tactics: Any) -> None:
-        """`premises`: a RetrieverActor handle, or a spec to build a private copy from;
+        """`premises`: a RetrieverActor handle, or the retriever choice to build a private copy from;
         `tactics`: a GeneratorActor handle."""
         require_env(env.name)  # on a cluster, the node running the worker must have Lean
         self.worker_id = worker_id
         self.env = env
         self.search = search
         self.retriever_name = retriever_name
-        self.premises = premises.build() if hasattr(premises, "build") else ActorPremises(premises)
+        self.premises = premise_source(premises) if isinstance(premises, RetrieverConfig) else ActorPremises(premises)
         self.tactics = ActorTactics(tactics)
         # One Lean REPL per worker, kept across theorems: a header (Mathlib's imports) is
         # elaborated once per worker and reused by environment id.

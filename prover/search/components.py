@@ -1,6 +1,7 @@
 """Recipes for the parts of a search: built where they run (in a Ray actor, or in process).
 
-A spec is small and picklable; `build()` loads the corpus, the retriever or the generator in
+A spec (the retriever choice, a RetrieverConfig; a GeneratorSpec) is small and picklable;
+`premise_source(choice)` and `GeneratorSpec.build()` load the corpus, the retriever or the generator in
 the process that will use it, so a model is never shipped between processes and a worker that
 only runs searches never loads one. `EnvSettings.make(theorem)` opens nothing: the search opens and
 closes the env it is handed.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ from prover.data.theorem import Theorem
 from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.env.lean_version import ENV_AUTO
 from prover.env.leandojo_env import lean_toolchain_available
-from prover.search.settings import EnvSettings
+from prover.search.settings import EnvSettings, as_object
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
+from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
 
@@ -60,41 +62,20 @@ def require_env(name: str) -> None:
             "traced proofs (a simulator: its proof rate is not pass@1).")
 
 
-@dataclass
-class RetrieverSpec:
-    """A registered retriever over the corpus of a dataset folder, `k` premises per state."""
-
-    name: str = NO_RETRIEVER
-    corpus: str | None = None  # dataset folder holding corpus.jsonl[.gz]
-    k: int = 10
-    cfg: dict = field(default_factory=dict)  # the `retriever:` section the registry reads
-    # `file::name` of the theorems being proved: the priors (usage, neighbors, the fusion's)
-    # count no proof of theirs, so a search never sees its own proofs.
-    exclude: tuple[str, ...] = ()
-    training_data: str | None = None  # whose training proofs the priors count (None: the corpus folder's)
-
-    def build(self) -> PremiseSource:
-        if self.name == NO_RETRIEVER:
-            return NoPremises()
-        if not self.corpus:
-            raise ValueError(f"retriever {self.name} needs a corpus: set retriever.corpus "
-                             f"(or --corpus) to a dataset folder")
-        from retriever.settings import RetrieverConfig
-        from prover.data.dataset import Dataset
-        from retriever.registry import build_retriever
-        corpus = Dataset(self.corpus).corpus()
-        # The registry reads a typed `retriever:` section (bm25 settings as a BM25Config).
-        section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {**self.cfg, "name": self.name})
-        # `data.root`: the priors (usage, neighbors, fusion) count the training proofs of this
-        # dataset (retriever.usage_split, else random/train).
-        retriever = build_retriever(self.name, corpus, OmegaConf.create(
-            {"retriever": section, "data": {"root": self.training_data or self.corpus,
-                                            "exclude": list(self.exclude)}}))
-        log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
-        return RetrieverPremises(retriever, self.k)
-
-    def describe(self) -> str:
-        return self.name
+def premise_source(choice: RetrieverConfig) -> PremiseSource:
+    """The premises of `choice` (a registered retriever over the corpus of a dataset folder,
+    `k` per state), built in the process that calls it."""
+    if choice.name == NO_RETRIEVER:
+        return NoPremises()
+    if not choice.corpus:
+        raise ValueError(f"retriever {choice.name} needs a corpus: set retriever.corpus "
+                         f"(or --corpus) to a dataset folder")
+    from prover.data.dataset import Dataset
+    from retriever.registry import build_retriever
+    corpus = Dataset(choice.corpus).corpus()
+    retriever = build_retriever(choice.name, corpus, choice)
+    log.info("retriever %s over %d premises of %s", choice.name, len(corpus), choice.corpus)
+    return RetrieverPremises(retriever, choice.k)
 
 
 @dataclass
@@ -131,13 +112,12 @@ class GeneratorSpec:
         return f"{self.model} ({self.method}, {self.num_samples})"
 
 
-def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
-    """From a benchmark config's `retriever` section; `exclude`: the theorems to be proved."""
-    r = cfg.retriever
-    section = {"models": r.models, "run_dir": r.run_dir, "device": r.device,
-               "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25,
-               "model_overrides": list(r.get("model_overrides") or [])}
-    return RetrieverSpec(r.name, r.corpus, r.k, section, tuple(exclude), r.get("training_data"))
+def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
+    """A benchmark config's `retriever` section as its dataclass; `exclude`: the theorems to be proved."""
+    choice = as_object(cfg.retriever)
+    if not isinstance(choice, RetrieverConfig):
+        choice = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RetrieverConfig), choice))
+    return replace(choice, exclude=tuple(exclude))
 
 
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:

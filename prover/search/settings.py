@@ -14,7 +14,7 @@ from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
-from retriever.baselines.bm25 import BM25Config
+from retriever.settings import RetrieverConfig
 
 
 @dataclass
@@ -30,27 +30,6 @@ class TheoremsConfig:
     # Only theorems with traced tactics (before `names` and `limit`): the replay env cannot open
     # the others, so a replay benchmark of real records leaves them out instead of failing them.
     traced_only: bool = False
-
-
-@dataclass
-class RetrievalSettings:
-    # none, bm25, bm25-plain, reprover, cfr, cfr-conventional, cfr+car, hybrid
-    name: str = "none"
-    k: int = 10  # premises retrieved per state (the generator keeps those that fit its input)
-    # Dataset folder whose corpus.jsonl is searched. null: the corpus of the project the run is
-    # on (env.repl.project; prove-sorries: the project), built from its source into corpus_cache
-    # once per project state (prover data corpus).
-    corpus: str | None = None
-    corpus_cache: str = "runs/corpora"
-    # Dataset whose training proofs the priors (usage, neighbors, the fusion's) count, matched to
-    # the corpus by premise name. null: the corpus folder's own (e.g. mathlib-src's random/train).
-    training_data: str | None = None
-    models: str | None = None  # retriever training config naming the trained models' run_dir
-    run_dir: str | None = None
-    device: str = "auto"
-    bm25: BM25Config = field(default_factory=BM25Config)
-    # Overrides of the training config `models` names, e.g. [reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small].
-    model_overrides: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -135,7 +114,7 @@ class RayConfig:
 class SearchBenchmarkConfig:
     theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
-    retriever: RetrievalSettings = field(default_factory=RetrievalSettings)
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="none"))
     generator: GeneratorSettings = field(default_factory=GeneratorSettings)
     env: EnvSettings = field(default_factory=EnvSettings)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
@@ -159,6 +138,13 @@ def resume_settings(cfg: Any) -> dict:
     plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
     out = {"theorems": {k: plain["theorems"][k] for k in ("source", "split")},
            **{k: plain[k] for k in ("search", "retriever", "generator", "env")}}
+    # Keys the search's retriever section gained from the one retriever choice (issue 40) change
+    # no search result at their defaults: left out, so runs from before still resume.
+    # `exclude` is filled from the run's theorems, which are above.
+    out["retriever"].pop("exclude", None)
+    for key, default in (("usage_split", None), ("seed", 0), ("neighbors_k", 5)):
+        if out["retriever"].get(key, default) == default:
+            out["retriever"].pop(key, None)
     # Where and how fast models run changes no result: a run may resume on other hardware.
     for section, key in (("generator", "device"), ("generator", "batch_size"), ("retriever", "device")):
         out[section].pop(key, None)
