@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 from generator.evaluate import (condition_premises, eval_examples, evaluate_condition,  # noqa: E402
                                 evaluate_frequency, evaluate_neighbors, frequent_tactics, throughput)
 from generator.model import TacticGenerator, frequent_targets  # noqa: E402
-from generator.settings import GeneratorBenchmarkConfig  # noqa: E402
+from generator.settings import GenerateConfig, GeneratorBenchmarkConfig  # noqa: E402
 from prover.config import load_config, to_plain  # noqa: E402
 from prover.data.dataset import Dataset  # noqa: E402
 from prover.data.jsonio import load_json, write_json  # noqa: E402
@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = ds.corpus()
     examples = eval_examples(ds.theorems(cfg.data.split), corpus, cfg.max_examples, cfg.seed)
     keys = [e.key for e in examples]
-    gen = TacticGenerator.load(cfg.model)
+    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(instantiate=cfg.instantiate,
+                                                                  premise_bonus=cfg.premise_bonus))
     if not cfg.pool:
         gen.pool = []
     nearest = gen.neighbors  # the `neighbors` baseline uses them whether or not the model rows do
@@ -313,8 +314,6 @@ def main(argv: list[str] | None = None) -> int:
                              "training tactics the pool is counted from")
         gen.pool = grown_pool(nearest, cfg.pool_size)
     gen.mix_neighbors = cfg.neighbors
-    gen.instantiate = cfg.instantiate
-    gen.premise_bonus = cfg.premise_bonus
     if cfg.neighbors_weight is not None and gen.neighbors is not None:
         gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
     n = cfg.num_samples

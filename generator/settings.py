@@ -98,10 +98,25 @@ class NeighborsConfig:
 
 @dataclass
 class GenerateConfig:
-    num_samples: int = 8
+    """How a trained generator suggests tactics: the one generation settings type, given to
+    TacticGenerator when it is built (proof search's `generator:` section nests it)."""
+
+    # Candidates returned per state (beam width or samples). Proof search: null means as many as
+    # search.num_tactics, the tactics an expansion tries.
+    num_samples: int | None = 8
+    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
+    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
+    num_beams: int | None = None
     method: str = "beam"  # beam | sampling
     temperature: float = 1.0
     batch_size: int = 16  # states per forward pass
+    max_bytes: int | None = None  # input budget (default: the model's)
+    # Premise-instantiated candidates (generator/instantiate.py, tried and not shipped): the
+    # tactic neighbours' one-premise tactics filled with each of this many of the retrieved
+    # premises, scored by the model beside its own (0: off).
+    instantiate: int = 0
+    # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
+    premise_bonus: float = 0.0
 
 
 @dataclass

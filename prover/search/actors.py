@@ -28,9 +28,9 @@ from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
 from prover.search.batching import BatchingConfig, DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
-from prover.search.components import premise_source, require_env
+from prover.search.components import describe, premise_source, require_env, tactic_source
 from prover.search.results import make_record
-from prover.search.settings import EnvSettings
+from prover.search.settings import EnvSettings, GeneratorSettings
 from prover.search.sources import Suggested
 from prover.search.theorems import ProofTask
 from retriever.settings import RetrieverConfig
@@ -76,9 +76,9 @@ class RetrieverActor:
 class GeneratorActor:
     """Tactics for (state, premises) requests, batched across all callers."""
 
-    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
-        self.source = spec.build()  # a TacticSource
-        self.name = spec.describe()
+    def __init__(self, settings: GeneratorSettings | Any, batching: BatchingConfig) -> None:
+        self.source = tactic_source(settings)
+        self.name = describe(settings)
         self.batcher = _batcher(self.source.suggest, batching)
 
     async def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:

@@ -1,7 +1,7 @@
 """Recipes for the parts of a search: built where they run (in a Ray actor, or in process).
 
-A spec (the retriever choice, a RetrieverConfig; a GeneratorSpec) is small and picklable;
-`premise_source(choice)` and `GeneratorSpec.build()` load the corpus, the retriever or the generator in
+A spec (the retriever choice, a RetrieverConfig; the GeneratorSettings) is small and picklable;
+`premise_source(choice)` and `tactic_source(settings)` load the corpus, the retriever or the generator in
 the process that will use it, so a model is never shipped between processes and a worker that
 only runs searches never loads one. `EnvSettings.make(theorem)` opens nothing: the search opens and
 closes the env it is handed.
@@ -20,7 +20,7 @@ from prover.data.theorem import Theorem
 from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.env.lean_version import ENV_AUTO
 from prover.env.leandojo_env import lean_toolchain_available
-from prover.search.settings import EnvSettings, as_object
+from prover.search.settings import EnvSettings, GeneratorSettings, as_object
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
 from retriever.settings import RetrieverConfig
 
@@ -78,38 +78,30 @@ def premise_source(choice: RetrieverConfig) -> PremiseSource:
     return RetrieverPremises(retriever, choice.k)
 
 
-@dataclass
-class GeneratorSpec:
-    model: str | None = None
-    num_samples: int = 64
-    method: str = "beam"
-    temperature: float = 1.0
-    batch_size: int = 16
-    max_bytes: int | None = None
-    device: str = "auto"
-    exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
-    instantiate: int = 0  # premises that fill the neighbours' templates (generator/instantiate.py)
-    premise_bonus: float = 0.0  # nats for a suggestion naming a retrieved premise
-    num_beams: int | None = None  # beam width (None: num_samples)
+def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
+    """The trained generator of `settings`, loaded in the process that calls it, generating as
+    they say (its tactic neighbours leave `settings.exclude` out). Tests hand the benchmark a
+    double instead of settings: anything with `build()` and `describe()`."""
+    if not isinstance(settings, GeneratorSettings):
+        return settings.build()
+    if not settings.model:
+        raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
+                         "generator folder (prover generator train writes …/generator/model)")
+    if not (Path(settings.model) / "config.json").exists():
+        raise FileNotFoundError(f"no trained generator at {settings.model} (expected config.json there)")
+    from generator.model import TacticGenerator
+    from prover.utils.device import pick_device
+    gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings)
+    if gen.neighbors is not None and settings.exclude:
+        gen.neighbors.exclude(settings.exclude)
+    return GeneratorTactics(gen, settings.num_samples, settings.method, settings.temperature,
+                            settings.batch_size, settings.max_bytes, settings.num_beams)
 
-    def build(self) -> TacticSource:
-        if not self.model:
-            raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
-                             "generator folder (prover generator train writes …/generator/model)")
-        if not (Path(self.model) / "config.json").exists():
-            raise FileNotFoundError(f"no trained generator at {self.model} (expected config.json there)")
-        from generator.model import TacticGenerator
-        from prover.utils.device import pick_device
-        gen = TacticGenerator.load(self.model, device=pick_device(self.device))
-        if gen.neighbors is not None and self.exclude:
-            gen.neighbors.exclude(self.exclude)
-        gen.instantiate = self.instantiate
-        gen.premise_bonus = self.premise_bonus
-        return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
-                                self.batch_size, self.max_bytes, self.num_beams)
 
-    def describe(self) -> str:
-        return f"{self.model} ({self.method}, {self.num_samples})"
+def describe(settings: GeneratorSettings | Any) -> str:
+    if not isinstance(settings, GeneratorSettings):
+        return settings.describe()
+    return f"{settings.model} ({settings.method}, {settings.num_samples})"
 
 
 def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
@@ -120,11 +112,13 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
     return replace(choice, exclude=tuple(exclude))
 
 
-def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
-    g = cfg.generator
-    return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
-                         g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0),
-                         g.get("premise_bonus", 0.0), g.get("num_beams", None))
+def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSettings:
+    """A benchmark config's `generator` section as its dataclass, its candidates settled (null:
+    search.num_tactics); `exclude`: the theorems to be proved."""
+    g = as_object(cfg.generator)
+    if not isinstance(g, GeneratorSettings):
+        g = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GeneratorSettings), g))
+    return replace(g, num_samples=g.num_samples or cfg.search.num_tactics, exclude=tuple(exclude))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

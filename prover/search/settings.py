@@ -14,6 +14,7 @@ from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
+from generator.settings import GenerateConfig
 from retriever.settings import RetrieverConfig
 
 
@@ -33,26 +34,15 @@ class TheoremsConfig:
 
 
 @dataclass
-class GeneratorSettings:
+class GeneratorSettings(GenerateConfig):
+    """The search's generator: where the trained model is and where it runs; how it generates
+    is the GenerateConfig it extends."""
+
     model: str | None = None  # trained generator folder (…/generator/model)
-    # Candidates the generator returns per state (beam width or samples); null: as many as
-    # search.num_tactics, the tactics an expansion tries. More candidates than tries lets the
-    # neighbours' tactics and the beam's compete for the tries.
-    num_samples: int | None = None
-    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
-    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
-    num_beams: int | None = None
-    method: str = "beam"  # beam | sampling
-    temperature: float = 1.0
-    batch_size: int = 16  # states per forward pass
-    max_bytes: int | None = None  # input budget (default: the model's)
     device: str = "auto"
-    # Premise-instantiated candidates (generator/instantiate.py): the tactic neighbours'
-    # one-premise tactics filled with each of this many of the retrieved premises, scored by
-    # the model beside its own (0: off).
-    instantiate: int = 0
-    # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
-    premise_bonus: float = 0.0
+    # `file::name` of the theorems being proved: no tactic neighbour from their proofs (a
+    # benchmark fills it; a config leaves it empty).
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass
@@ -115,7 +105,7 @@ class SearchBenchmarkConfig:
     theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="none"))
-    generator: GeneratorSettings = field(default_factory=GeneratorSettings)
+    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_samples=None))
     env: EnvSettings = field(default_factory=EnvSettings)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
@@ -142,6 +132,7 @@ def resume_settings(cfg: Any) -> dict:
     # no search result at their defaults: left out, so runs from before still resume.
     # `exclude` is filled from the run's theorems, which are above.
     out["retriever"].pop("exclude", None)
+    out["generator"].pop("exclude", None)
     for key, default in (("usage_split", None), ("seed", 0), ("neighbors_k", 5)):
         if out["retriever"].get(key, default) == default:
             out["retriever"].pop(key, None)
