@@ -26,13 +26,15 @@ import ray
 
 from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
-from prover.search.batching import BatchingConfig, DynamicBatcher
+from prover.search.batching import DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.components import describe, premise_source, require_env, tactic_source
 from prover.search.results import make_record
 from prover.search.settings import EnvSettings, GeneratorSettings
 from prover.search.sources import Suggested
 from prover.search.theorems import ProofTask
+from prover.utils.batching import BatchingConfig
+from prover.utils.ray_cluster import resolve_address, start_ray
 from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
@@ -160,33 +162,10 @@ def _context(task: ProofTask) -> Any:
 
 # -- connecting ------------------------------------------------------------------------------
 
-def resolve_address(address: str | None) -> str:
-    """null: $RAY_ADDRESS if set, else "local" (a new local cluster: never someone else's)."""
-    return address or os.environ.get("RAY_ADDRESS") or "local"
-
-
 def connect(cfg: Any) -> bool:
     """Start or join Ray as `cfg` (a RayConfig) says. Returns whether we started it (and so
     should shut it down); an already initialized Ray is used as it is."""
-    if ray.is_initialized():
-        return False
-    address = resolve_address(cfg.address)
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
-    if address == "local":
-        kwargs.update(include_dashboard=False)
-        if cfg.local_num_cpus is not None:
-            kwargs["num_cpus"] = cfg.local_num_cpus
-        if cfg.object_store_mb is not None:
-            kwargs["object_store_memory"] = int(cfg.object_store_mb) * 2**20
-        if cfg.temp_dir:
-            kwargs["_temp_dir"] = cfg.temp_dir
-        if not logging.getLogger().isEnabledFor(logging.DEBUG):
-            # Ray warns on every start that token auth is on by default; for a cluster we start
-            # on this machine and stop at the end of the run, that is noise (-v shows it).
-            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
-    ray.init(address=address, **kwargs)
-    return True
+    return start_ray(cfg.address, cfg.local_num_cpus, cfg.object_store_mb, cfg.temp_dir)
 
 
 class RaySession:

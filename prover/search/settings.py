@@ -12,7 +12,7 @@ from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv
 from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
 from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
-from prover.search.batching import BatchingConfig
+from prover.utils.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
 from generator.settings import GenerateConfig
 from retriever.settings import RetrieverConfig
