@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from prover.config import DataConfig
 
 from retriever.settings import RetrieverConfig
-from prover.training.settings import TrainerConfig
+from prover.training.settings import Recipe, TrainerConfig
 
 
 @dataclass
@@ -62,18 +62,12 @@ class ModelConfig:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Recipe):
     batch_size: int = 8
-    grad_accum: int = 1
     lr: float = 5e-4
     weight_decay: float = 0.0
     warmup_steps: int = 100
     epochs: int = 2
-    max_steps: int | None = None
-    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU
-    log_every: int = 50
-    checkpoint_every: int = 500
-    eval_every: int = 0  # optimizer steps between validations (0: each epoch)
     eval_examples: int = 200  # validation examples for loss and exact match (fixed subset)
     eval_beams: int = 4
     # The model's tactic pool: this many of the most frequent training targets, scored for

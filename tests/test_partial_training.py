@@ -33,6 +33,7 @@ class ToyStage(Stage):
     never had."""
 
     label = "toy"
+    select, mode = "loss", "min"
 
     def __init__(self, max_minutes: float | None, target: float | None = None, eval_every: int = 4) -> None:
         self.target = target
@@ -42,7 +43,7 @@ class ToyStage(Stage):
         self.x = torch.tensor(rng.normal(size=(64, 4)), dtype=torch.float32)
         self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
         self.recipe = Recipe(lr=0.05, batch_size=8, epochs=2, warmup_steps=2, eval_every=eval_every,
-                             max_minutes=max_minutes, select="loss", mode="min", log_every=1)
+                             max_minutes=max_minutes, log_every=1)
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         return np.array_split(np.random.default_rng([1, epoch]).permutation(64), 8)

@@ -4,8 +4,8 @@
 
 Prints one line a count (with the classes or places behind it) and exits 1 when any target
 is missed. A settings class (named *Config, *Settings, *Spec or *Recipe) is counted for a
-concept by the fields it defines itself (one that only nests another, or inherits its fields,
-is not a new shape):
+concept by the fields it declares that no base class of it declares (one that nests another,
+or inherits its fields and gives them defaults of its own, is not a new shape):
 
 - recipe: two or more optimiser fields (lr, weight_decay, warmup_steps, grad_accum, grad_clip);
 - retriever choice: `models` (the trained retrievers' config), or a k of premises (k,
@@ -57,12 +57,25 @@ def python_files():
 
 
 def settings_classes() -> dict[str, list[str]]:
+    classes = [(path, node) for path in python_files()
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)]
+    by_name = {node.name: node for _, node in classes}
+
+    def inherited(node: ast.ClassDef) -> set[str]:
+        """Fields its bases (in this tree) declare: giving one a default of its own is no new shape."""
+        out: set[str] = set()
+        for base in (by_name.get(ast.unparse(b)) for b in node.bases):
+            if base is not None:
+                out |= set(fields(base)) | inherited(base)
+        return out
+
     out: dict[str, list[str]] = {c: [] for c in [*CONCEPTS, "retriever choice"]}
-    for path in python_files():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and node.name.endswith(SUFFIXES):
-                for concept in concepts_of(fields(node)):
-                    out[concept].append(f"{path.relative_to(REPO)}:{node.name}")
+    for path, node in classes:
+        if node.name.endswith(SUFFIXES):
+            base = inherited(node)
+            own = {k: v for k, v in fields(node).items() if k not in base}
+            for concept in concepts_of(own):
+                out[concept].append(f"{path.relative_to(REPO)}:{node.name}")
     return out
 
 

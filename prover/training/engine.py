@@ -42,43 +42,26 @@ from transformers import get_constant_schedule_with_warmup, get_linear_schedule_
 
 from prover.training.run import Budget, Progress, RunDir, mixed_precision, set_seed
 from prover.utils.files import save_dir_atomically
-from prover.training.settings import TrainerConfig
+from prover.training.settings import Recipe, TrainerConfig
 from prover.training.workers import Workers
 from prover.utils.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Recipe:
-    """How a stage optimizes. Batch sizes are global: split over the workers."""
-
-    lr: float
-    batch_size: int
-    grad_accum: int = 1
-    epochs: int = 1
-    max_steps: int | None = None  # optimizer steps in all (a linear schedule ends here)
-    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU (`Budget`)
-    weight_decay: float = 0.0
-    decay_1d: bool = False  # also decay biases and LayerNorm weights (ReProver's AdamW does)
-    warmup_steps: int = 0
-    schedule: str = "linear"  # "linear": decay to zero at the last step; "constant" after warm-up
-    grad_clip: float = 1.0
-    log_every: int = 50
-    checkpoint_every: int = 500
-    eval_every: int = 0  # optimizer steps between evaluations (0: each epoch; -1: never)
-    eval_at_start: bool = True  # evaluate the untrained model: the reference for every later one
-    select: str | None = None  # the metric that keeps the best model in model/ (None: the last one)
-    mode: str = "max"  # whether a larger or a smaller `select` is better
-    unit: str = "examples"  # what `Stage.count` counts, for the throughput column
-
-
 class Stage:
-    """What is particular to one training stage. Subclasses set `label`, `model`, `recipe`."""
+    """What is particular to one training stage. Subclasses set `label`, `model`, `recipe`
+    (the stage's settings, a Recipe) and, where theirs differ, the choices below."""
 
     label: str
     model: torch.nn.Module
     recipe: Recipe
+    decay_1d: bool = False  # also decay biases and LayerNorm weights (ReProver's AdamW does)
+    schedule: str = "linear"  # "linear": decay to zero at the last step; "constant" after warm-up
+    eval_at_start: bool = True  # evaluate the untrained model: the reference for every later one
+    select: str | None = None  # the metric that keeps the best model in model/ (None: the last one)
+    mode: str = "max"  # whether a larger or a smaller `select` is better
+    unit: str = "examples"  # what `Stage.count` counts, for the throughput column
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         """The epoch's micro-batches of example indices, a function of (seed, epoch) only."""
@@ -97,7 +80,7 @@ class Stage:
         return float(len(examples))
 
     def count(self, batch: Any, examples: np.ndarray) -> int:
-        """How many `recipe.unit` the batch holds (throughput only)."""
+        """How many `unit` the batch holds (throughput only)."""
         return len(examples)
 
     def evaluate(self, extra: dict[str, Any]) -> dict[str, float]:
@@ -129,9 +112,9 @@ class Result:
                 "planned_steps": self.total_steps, "partial": self.partial}
 
 
-def optimizer_for(model: torch.nn.Module, recipe: Recipe) -> torch.optim.AdamW:
+def optimizer_for(model: torch.nn.Module, recipe: Recipe, decay_1d: bool = False) -> torch.optim.AdamW:
     params = [p for p in model.parameters() if p.requires_grad]
-    if recipe.decay_1d:
+    if decay_1d:
         return torch.optim.AdamW(params, lr=recipe.lr, weight_decay=recipe.weight_decay)
     # As in BERT and nanoGPT: decay the matrices only, not biases and LayerNorm weights.
     return torch.optim.AdamW([
@@ -167,8 +150,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         return plans[epoch]
 
     total = total_steps(r, len(plan(0)))
-    optimizer = optimizer_for(model, r)
-    scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if r.schedule == "constant"
+    optimizer = optimizer_for(model, r, stage.decay_1d)
+    scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if stage.schedule == "constant"
                  else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
     progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
     if progress.extra.pop("budget_stop", None) is not None and workers.main:
@@ -217,10 +200,10 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             progress.extra.setdefault("evaluations", []).append(
                 {"step": progress.step, "epoch": progress.epoch, **metrics})
         best = False
-        if r.select is not None:
-            value = metrics.get(r.select)
+        if stage.select is not None:
+            value = metrics.get(stage.select)
             better = (progress.best_metric is None or value is None or
-                      (value > progress.best_metric if r.mode == "max" else value < progress.best_metric))
+                      (value > progress.best_metric if stage.mode == "max" else value < progress.best_metric))
             if better:
                 best = True
                 progress.best_metric = value
@@ -236,7 +219,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         save_checkpoint()
 
     evaluating = r.eval_every >= 0
-    if evaluating and r.eval_at_start and progress.step == 0 and "last_eval_step" not in progress.extra:
+    if evaluating and stage.eval_at_start and progress.step == 0 and "last_eval_step" not in progress.extra:
         evaluate()
 
     bar = progress_bar(total=total, initial=progress.step, desc=stage.label, unit="step",
@@ -249,12 +232,12 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             return
         now = time.perf_counter()
         budget.tick()
-        row = {"loss": win_loss / win_steps, f"{r.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
+        row = {"loss": win_loss / win_steps, f"{stage.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
         progress.extra["train_loss"] = row["loss"]
         if workers.main:
             run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
                     seconds=round(progress.seconds, 1), cpu_seconds=round(progress.cpu_seconds, 1), **row)
-        bar.set_postfix(refresh=False, loss=f"{row['loss']:.4f}", **{f"{r.unit}_s": f"{row[f'{r.unit}_per_s']:.0f}"})
+        bar.set_postfix(refresh=False, loss=f"{row['loss']:.4f}", **{f"{stage.unit}_s": f"{row[f'{stage.unit}_per_s']:.0f}"})
         win_loss, win_steps, win_units, win_t0 = 0.0, 0, 0, now
 
     model.train()
@@ -268,7 +251,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             if workers.main:
                 run.save_checkpoint(model, optimizer, scheduler, progress)
             del progress.extra["budget_stop"]
-            if workers.main and r.select is not None and run.model_dir.exists():
+            if workers.main and stage.select is not None and run.model_dir.exists():
                 save_dir_atomically(run.path / BEFORE_STOP, lambda tmp: _copy_into(run.model_dir, tmp))
             break
         epoch, micro = progress.epoch, plan(progress.epoch)
@@ -321,7 +304,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     # every one the run saw.
     if evaluating and progress.extra.get("last_eval_step") != progress.step:
         evaluate()
-    if workers.main and (r.select is None or "best_step" not in progress.extra):
+    if workers.main and (stage.select is None or "best_step" not in progress.extra):
         stage.save(run, result.metrics)
     progress.done = progress.step >= total
     save_checkpoint()

@@ -40,7 +40,8 @@ from prover.data.state import NO_GOALS
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import load_tokenizer, train_tokenizer
-from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit
 from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order, mixed_precision
 from prover.utils.files import save_dir_atomically
@@ -48,7 +49,6 @@ from prover.utils.files import save_dir_atomically
 log = logging.getLogger(__name__)
 
 EVAL_MASK_SEED = 1234  # every evaluation masks the same tokens, so eval losses compare
-MAX_GRAD_NORM = 1.0
 
 
 def corpus_texts(cfg: RetrieverTrainConfig) -> list[str]:
@@ -203,6 +203,7 @@ class MLMStage(Stage):
     end is the model (no selection: a lower held-out MLM loss is not what CFR needs)."""
 
     label = "MLM pre-training"
+    unit = "tokens"
 
     def __init__(self, cfg: RetrieverTrainConfig, model: BertForMaskedLM, tokenizer: PreTrainedTokenizerFast,
                  train: list[np.ndarray], held_out: list[np.ndarray], device: torch.device) -> None:
@@ -211,11 +212,7 @@ class MLMStage(Stage):
         self.train_seqs, self.held_out = train, held_out
         self.lengths = np.array([len(s) for s in train])
         self.batches = MLMBatches(tokenizer, pc.mlm_probability, device)
-        self.recipe = Recipe(
-            lr=pc.lr, batch_size=pc.batch_size, grad_accum=pc.grad_accum, epochs=pc.epochs,
-            max_steps=pc.max_steps, max_minutes=pc.max_minutes, weight_decay=pc.weight_decay,
-            warmup_steps=pc.warmup_steps, grad_clip=MAX_GRAD_NORM, log_every=pc.log_every,
-            checkpoint_every=pc.checkpoint_every, eval_every=0 if held_out else -1, unit="tokens")
+        self.recipe = recipe_of(pc, **({} if held_out else {"eval_every": -1}))
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         return epoch_batches(self.lengths, self.recipe.batch_size, self.cfg.seed, epoch)
