@@ -252,7 +252,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
         "mean_hard_negatives": round(float(np.mean([len(v) for v in hard.values()])), 2) if hard else 0,
         "val_queries": len(val), "first_stage_val": first_val,
         "best_val_R@5": progress.best_metric, **result.record(), "epoch": progress.epoch,
-        "train_seconds": round(progress.seconds, 1), "train_cpu_seconds": round(progress.cpu_seconds, 1),
+        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "done": progress.done, "workers": result.workers,
         "model": str(run.model_dir),
     })

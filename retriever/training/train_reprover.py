@@ -162,9 +162,9 @@ def _train_reprover(cfg: Any) -> None:
         **result.record(), "epochs_completed": progress.epoch, "done": progress.done,
         "warmup_steps": rc.warmup_steps, "max_steps": rc.max_steps, "device": result.device,
         "workers": result.workers, "stopped_by_budget": result.stopped_by == "budget",
-        "train_seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
+        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "train_split": cfg.train_split, "train_examples": len(stage.examples), "train_states": len(train_q), "val_queries": len(val_q),
         "parameters": result.parameters, "model_dir": str(run.model_dir), "config": to_plain(cfg),
     }
     write_json(run.path / "summary.json", summary)
-    log.info("summary: %s", json.dumps({k: summary[k] for k in ("best_val_R@10", "steps", "train_seconds")}))
+    log.info("summary: %s", json.dumps({k: summary[k] for k in ("best_val_R@10", "steps", "seconds")}))
