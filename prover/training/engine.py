@@ -9,8 +9,10 @@ epoch, how to build one, its loss, and its evaluation. `fit` does everything els
 - each optimizer step takes the next `grad_accum` micro-batches of the epoch; each
   micro-batch's mean loss is weighted by its share of the step's weight (its examples, or
   the masked tokens of MLM), so the gradient is that of one big batch, on one worker or many;
-- data-parallel workers (`workers.Workers`): each takes its shard of every micro-batch,
-  gradients are summed over workers, rank 0 evaluates, saves and logs;
+- data-parallel workers (`workers.Workers`): each takes its shard of every micro-batch; the
+  stage's loss runs as the forward of one module (`StageLoss`) under DistributedDataParallel,
+  which sums the gradients over workers once a step (`no_sync` during accumulation); rank 0
+  evaluates, saves and logs;
 - bf16 autocast on CUDA around the stage's loss (a stage computes a contrastive loss's
   logits in fp32 itself); nothing on a CPU;
 - gradient clipping, evaluation every `eval_every` steps or each epoch, the best model by
@@ -47,6 +49,26 @@ from prover.training.workers import Workers
 from prover.utils.progress import progress_bar
 
 log = logging.getLogger(__name__)
+
+
+class StageLoss(torch.nn.Module):
+    """A stage's loss as one module's forward, so that DistributedDataParallel sees the whole
+    step: our stages call their models through several methods (CFR encodes states and
+    premises with one encoder; CAR scores groups), which DDP's hooks follow only inside one
+    forward. `None` (a step with nothing on this worker, when each of its micro-batches is
+    smaller than the worker count) is a zero loss over every parameter: the worker still takes
+    part in the step's gradient sum, adding nothing to it (but a parameter no worker used then
+    gets a zero gradient, where one worker alone would leave it without one)."""
+
+    def __init__(self, stage: Stage) -> None:
+        super().__init__()
+        self.model = stage.model
+        self.stage_loss = stage.loss
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        if batch is None:
+            return sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
+        return self.stage_loss(batch)
 
 
 class Stage:
@@ -161,6 +183,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         # the weights all come from rank 0.
         set_seed(seed + workers.rank + 7919 * progress.step)
     workers.broadcast_weights(model)
+    # One worker calls the stage's loss as it is: a one-thread CPU run stays byte-for-byte the plain loop.
+    loss_fn = workers.data_parallel(StageLoss(stage), device) if workers.world > 1 else stage.loss
     n_params = sum(p.numel() for p in model.parameters())
     result = Result(progress, total, "end", n_params, workers.world, str(device))
     if progress.done and progress.step >= total:
@@ -264,14 +288,18 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         weights = [stage.weight(x, s) if x is not None else 0.0 for x, s in zip(batches, shards)]
         step_weight = workers.sum(sum(weights))
         step_loss = 0.0
-        for x, w in zip(batches, weights):
-            if w == 0:
-                continue
-            with autocast():
-                loss = stage.loss(x)
-            (loss * (w / step_weight)).backward()
+        todo = [(x, w) for x, w in zip(batches, weights) if w != 0]
+        if workers.world > 1 and not todo:
+            todo = [(None, 0.0)]  # nothing of this step here: still take part in its gradient sum
+        for i, (x, w) in enumerate(todo):
+            # DDP averages the gradients over the workers at this worker's last micro-batch
+            # of the step (before it: no_sync); scaled by the world size, the average is the sum.
+            accumulating = workers.world > 1 and i < len(todo) - 1
+            with loss_fn.no_sync() if accumulating else contextlib.nullcontext():
+                with autocast():
+                    loss = loss_fn(x)
+                (loss * (w / step_weight * workers.world)).backward()
             step_loss += loss.item() * w / step_weight
-        workers.sum_gradients(model)
         torch.nn.utils.clip_grad_norm_(model.parameters(), r.grad_clip)
         optimizer.step()
         scheduler.step()
