@@ -130,9 +130,9 @@ def _train_generator(cfg: Any) -> None:
                "val_pairs": len(v_in), **result.record(), "epochs": progress.epoch, "done": progress.done,
                "workers": result.workers,
                "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
-               "initial_val": progress.extra.get("initial_val"), "best_val_loss": progress.best_metric,
+               "initial_val": progress.initial_val, "best_val_loss": progress.best_metric,
                "augment": train_stats, "config": OmegaConf.to_container(cfg, resolve=True)}
     write_json(run.path / "summary.json", summary)
     log.info("generator: %d steps; best val loss %.4f (initial %.4f); model in %s", progress.step,
-             progress.best_metric or math.nan, (progress.extra.get("initial_val") or {}).get("loss", math.nan),
+             progress.best_metric or math.nan, (progress.initial_val or {}).get("loss", math.nan),
              run.model_dir)

@@ -176,7 +176,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if stage.schedule == "constant"
                  else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
     progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
-    if progress.extra.pop("budget_stop", None) is not None and workers.main:
+    stopped_at, progress.budget_stop = progress.budget_stop, None
+    if stopped_at is not None and workers.main:
         _undo_stop_evaluation(run)
     if workers.world > 1:
         # Masks and dropout differ by worker (a checkpoint holds rank 0's random state only);
@@ -190,7 +191,8 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     if progress.done and progress.step >= total:
         log.info("%s: already trained (%d steps); model in %s", stage.label, progress.step, run.model_dir)
         return result
-    attempt = progress.extra["attempts"] = progress.extra.get("attempts", 0) + 1
+    progress.attempts += 1
+    attempt = progress.attempts
     if workers.main:
         run.log(event="start", attempt=attempt, step=progress.step, total_steps=total,
                 parameters=n_params, workers=workers.world, device=str(device))
@@ -216,13 +218,12 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
                 model.train(was_training)
             workers.barrier()
         result.metrics = metrics
-        progress.extra["last_eval_step"] = progress.step
-        if progress.step == 0:
-            progress.extra.setdefault("initial_val", metrics)
-        progress.extra["last_val"] = metrics
+        progress.last_eval_step = progress.step
+        if progress.step == 0 and progress.initial_val is None:
+            progress.initial_val = metrics
+        progress.last_val = metrics
         if metrics:
-            progress.extra.setdefault("evaluations", []).append(
-                {"step": progress.step, "epoch": progress.epoch, **metrics})
+            progress.evaluations.append({"step": progress.step, "epoch": progress.epoch, **metrics})
         best = False
         if stage.select is not None:
             value = metrics.get(stage.select)
@@ -231,7 +232,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             if better:
                 best = True
                 progress.best_metric = value
-                progress.extra["best_step"] = progress.step
+                progress.best_step = progress.step
                 if workers.main:
                     stage.save(run, metrics)
         if workers.main and metrics:
@@ -243,7 +244,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         save_checkpoint()
 
     evaluating = r.eval_every >= 0
-    if evaluating and stage.eval_at_start and progress.step == 0 and "last_eval_step" not in progress.extra:
+    if evaluating and stage.eval_at_start and progress.step == 0 and progress.last_eval_step is None:
         evaluate()
 
     bar = progress_bar(total=total, initial=progress.step, desc=stage.label, unit="step",
@@ -257,7 +258,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         now = time.perf_counter()
         budget.tick()
         row = {"loss": win_loss / win_steps, f"{stage.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
-        progress.extra["train_loss"] = row["loss"]
+        progress.train_loss = row["loss"]
         if workers.main:
             run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
                     seconds=round(progress.seconds, 1), cpu_seconds=round(progress.cpu_seconds, 1), **row)
@@ -271,10 +272,10 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             # The checkpoint is the uninterrupted run's state at this step, saved before the
             # stop's own evaluation (which an uninterrupted run does not make): a resumed run
             # then continues exactly as if never stopped.
-            progress.extra["budget_stop"] = progress.step
+            progress.budget_stop = progress.step
             if workers.main:
                 run.save_checkpoint(model, optimizer, scheduler, progress)
-            del progress.extra["budget_stop"]
+            progress.budget_stop = None
             if workers.main and stage.select is not None and run.model_dir.exists():
                 save_dir_atomically(run.path / BEFORE_STOP, lambda tmp: _copy_into(run.model_dir, tmp))
             break
@@ -330,9 +331,9 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     log_window()
     # The last step is always evaluated (a budget stop too): the best model is chosen among
     # every one the run saw.
-    if evaluating and progress.extra.get("last_eval_step") != progress.step:
+    if evaluating and progress.last_eval_step != progress.step:
         evaluate()
-    if workers.main and (stage.select is None or "best_step" not in progress.extra):
+    if workers.main and (stage.select is None or progress.best_step is None):
         stage.save(run, result.metrics)
     progress.done = progress.step >= total
     save_checkpoint()

@@ -278,13 +278,13 @@ def _pretrain(cfg: RetrieverTrainConfig) -> None:
         return
     progress = result.progress
     steps_per_epoch = math.ceil(len(stage.micro_batches(0)) / pc.grad_accum)
-    eval_loss = progress.extra.get("last_val", {}).get("loss")
+    eval_loss = (progress.last_val or {}).get("loss")
     summary = {
         "done": progress.done, **result.record(), "total_steps": result.total_steps, "epochs": progress.step / steps_per_epoch,
         "warmup_steps": pc.warmup_steps, "workers": result.workers,
         "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
-        "attempts": progress.extra.get("attempts"), "train_loss": progress.extra.get("train_loss"),
-        "eval_loss": eval_loss, "eval_loss_init": (progress.extra.get("initial_val") or {}).get("loss"),
+        "attempts": progress.attempts, "train_loss": progress.train_loss,
+        "eval_loss": eval_loss, "eval_loss_init": (progress.initial_val or {}).get("loss"),
         "parameters": result.parameters, "train_split": cfg.train_split, "train_texts": len(train), "eval_texts": len(held_out),
         "train_tokens": int(sum(len(s) for s in train)), "device": result.device,
         "model_dir": str(run.model_dir),

@@ -262,9 +262,9 @@ def _train_cfr(cfg: Any, init: str | Path | None = None,
                "pairs": len(pairs), "params": result.parameters, "train_split": cfg.train_split,
                "val_split": cfg.val_split,
                "val_queries": len(val), "best_val_R@10": progress.best_metric,
-               "best_step": progress.extra.get("best_step"), "warmup_steps": c.warmup_steps,
+               "best_step": progress.best_step, "warmup_steps": c.warmup_steps,
                "device": result.device,
-               "untrained_val_R@10": (progress.extra.get("initial_val") or {}).get("R@10")}
+               "untrained_val_R@10": (progress.initial_val or {}).get("R@10")}
     write_json(run.path / "summary.json", summary)
     log.info("CFR %s after %d steps (%.0f s): best val R@10 %s; model in %s",
              "done" if progress.done else "stopped", progress.step, progress.seconds,

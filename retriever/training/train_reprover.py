@@ -156,7 +156,7 @@ def _train_reprover(cfg: Any) -> None:
         return
     progress = result.progress
     evaluations = [{"step": e["step"], "epoch": e["epoch"], "R@10": e["R@10"]}
-                   for e in progress.extra.get("evaluations", [])]
+                   for e in progress.evaluations]
     summary = {
         "retriever": "reprover", "best_val_R@10": progress.best_metric, "evaluations": evaluations,
         **result.record(), "epochs_completed": progress.epoch, "done": progress.done,
