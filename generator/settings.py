@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from prover.config import DataConfig
 
 from retriever.settings import RetrieverConfig
-from prover.training.settings import Recipe, TrainerConfig
+from prover.training.settings import Recipe, TrainRunConfig
 
 
 @dataclass
@@ -114,20 +114,15 @@ class GenerateConfig:
 
 
 @dataclass
-class GeneratorTrainConfig:
+class GeneratorTrainConfig(TrainRunConfig):
     data: GeneratorDataConfig = field(default_factory=GeneratorDataConfig)
     run_dir: str = "runs/generator"
-    seed: int = 42
-    device: str = "auto"
-    train_split: str = "random/train"
-    val_split: str = "random/val"
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     input: InputConfig = field(default_factory=InputConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     neighbors: NeighborsConfig = field(default_factory=NeighborsConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 @dataclass

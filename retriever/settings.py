@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
-from prover.training.settings import Recipe, TrainerConfig
+from prover.training.settings import Recipe, TrainRunConfig
 
 
 @dataclass
@@ -190,13 +190,8 @@ class FusionConfig:
 
 
 @dataclass
-class RetrieverTrainConfig:
-    data: DataConfig = field(default_factory=DataConfig)
+class RetrieverTrainConfig(TrainRunConfig):
     run_dir: str = "runs/retriever"  # pretrain/, cfr/, car/, reprover/ and the index live here
-    seed: int = 42
-    device: str = "auto"
-    train_split: str = "random/train"
-    val_split: str = "random/val"
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
@@ -204,7 +199,6 @@ class RetrieverTrainConfig:
     car: CARConfig = field(default_factory=CARConfig)
     reprover: ReProverConfig = field(default_factory=ReProverConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 @dataclass

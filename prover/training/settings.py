@@ -2,10 +2,12 @@
 train one stage, and where)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from omegaconf import OmegaConf
+
+from prover.config import DataConfig
 
 
 @dataclass
@@ -24,6 +26,19 @@ class TrainerConfig:
     # Where Ray Train keeps its own run records (None: <run dir of the stage>/ray). Checkpoints
     # and models go to the stage's run_dir, which on a cluster must be storage every node sees.
     storage_path: str | None = None
+
+
+@dataclass
+class TrainRunConfig:
+    """What every training config (retriever, generator) starts with; each adds its stages."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    run_dir: str = "runs/train"  # every stage's folder (checkpoint, log, summary, model) lives here
+    seed: int = 42
+    device: str = "auto"
+    train_split: str = "random/train"
+    val_split: str = "random/val"
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 @dataclass
