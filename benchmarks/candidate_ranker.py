@@ -33,7 +33,7 @@ from generator.evaluate import condition_premises, eval_examples
 from generator.inputs import normalize_tactic
 from generator.model import TacticGenerator
 from generator.rerank import CandidateRanker, RankerConfig
-from generator.settings import GeneratorBenchmarkConfig
+from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
 from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
                                          mean_interval, paired_intervals, parser, require_clean_tree,
@@ -84,8 +84,7 @@ def dump(args, cfg) -> None:
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
     examples = examples_for(ds, args.split, args.max_examples, cfg.seed)
-    gen = TacticGenerator.load(cfg.model)
-    gen.instantiate = INSTANTIATE
+    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(instantiate=INSTANTIATE))
     gen.neighbors.exclude({f"{e.file_path}::{e.theorem}" for e in examples})
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -203,13 +203,11 @@ def pack(cfg: Any, out: Path) -> dict:
     left_out = live.exclude(evaluated)
     frozen = FrozenNeighbors.freeze(live, [s for s, _ in asked.values()])
 
-    # As search builds it (prover/search/components.py): a typed `retriever:` section, and
-    # `data.exclude`, so that no prior counts the proof of a theorem it is scored on.
-    section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig),
-                              {"name": lease.fusion, "usage_split": cfg.train_split})
-    rcfg = OmegaConf.create({"retriever": section,
-                             "data": {"root": str(cfg.data.root), "exclude": sorted(evaluated)}})
-    retriever = build_retriever(lease.fusion, corpus, rcfg)
+    # As search builds it (prover/search/components.py): the retriever choice, whose `exclude`
+    # keeps any prior from counting the proof of a theorem it is scored on.
+    choice = RetrieverConfig(name=lease.fusion, usage_split=cfg.train_split,
+                             training_data=str(cfg.data.root), exclude=tuple(sorted(evaluated)))
+    retriever = build_retriever(lease.fusion, corpus, choice)
     items = list(asked.items())
     premises: dict[str, list[str]] = {}
     for lo in range(0, len(items), 64):

@@ -55,12 +55,11 @@ def main() -> None:
     neighbors.exclude({f"{e.file_path}::{e.theorem}" for ex in halves.values() for e in ex})
     build_s = time.perf_counter() - t0
 
-    from omegaconf import OmegaConf
-
+    from prover.config import DataConfig
     from retriever.registry import build_retriever
-    rcfg = OmegaConf.create({"data": {"root": args.data, "split": "leandojo-real/val"},
-                             "retriever": {"name": args.retriever}})
-    retriever = build_retriever(args.retriever, corpus, rcfg)
+    from retriever.settings import RetrieverConfig
+    retriever = build_retriever(args.retriever, corpus, RetrieverConfig(name=args.retriever),
+                                data=DataConfig(root=args.data, split="leandojo-real/val"))
     conditions = ["none", "gold", args.retriever]
     shown = {h: {c: [[p.full_name for p in ps] for ps in
                      condition_premises(c, ex, corpus, retriever if c == args.retriever else None, 5)]

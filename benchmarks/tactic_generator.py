@@ -35,7 +35,7 @@ import numpy as np
 from generator.evaluate import (condition_premises, eval_examples, evaluate_condition, evaluate_frequency,
                                 evaluate_neighbors, frequent_tactics, throughput)
 from generator.model import TacticGenerator, frequent_targets
-from generator.settings import GeneratorBenchmarkConfig
+from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
 from prover.benchmarking.generator_tables import (BASELINES, FREQUENCY, NEIGHBORS, add_intervals, markdown,
                                                   outcomes_path, write_outcomes)
 from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, peak_rss_gib,
@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = ds.corpus()
     examples = eval_examples(ds.theorems(cfg.data.split), corpus, cfg.max_examples, cfg.seed)
     keys = [e.key for e in examples]
-    gen = TacticGenerator.load(cfg.model)
+    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(instantiate=cfg.instantiate,
+                                                                  premise_bonus=cfg.premise_bonus))
     if not cfg.pool:
         gen.pool = []
     nearest = gen.neighbors  # the `neighbors` baseline uses them whether or not the model rows do
@@ -119,8 +120,6 @@ def main(argv: list[str] | None = None) -> int:
                              "training tactics the pool is counted from")
         gen.pool = grown_pool(nearest, cfg.pool_size)
     gen.mix_neighbors = cfg.neighbors
-    gen.instantiate = cfg.instantiate
-    gen.premise_bonus = cfg.premise_bonus
     if cfg.neighbors_weight is not None and gen.neighbors is not None:
         gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
     n = cfg.num_samples

@@ -35,7 +35,7 @@ from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 from generator.candidate import RANKER_MODEL, Candidate
 from generator.inputs import format_input, normalize_tactic
 from generator.neighbors import TacticNeighbors, vote
-from generator.settings import InputConfig, ModelConfig
+from generator.settings import GenerateConfig, InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
 from prover.data.tactic_steps import name_pattern
@@ -127,7 +127,8 @@ def check_model_source(path: str | Path) -> bool:
 class TacticGenerator:
     def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
                  device: str | torch.device = "cpu", pool: Sequence[str] = (),
-                 neighbors: TacticNeighbors | None = None) -> None:
+                 neighbors: TacticNeighbors | None = None, generate: GenerateConfig | None = None) -> None:
+        generate = generate or GenerateConfig()
         self.model = model.to(device)
         self.pool = list(pool)
         self.neighbors = neighbors
@@ -136,11 +137,11 @@ class TacticGenerator:
         self.mix_neighbors = True
         # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
         # tactics filled with each of this many of the premises shown (0: none), scored by the model.
-        self.instantiate = 0
+        self.instantiate = generate.instantiate
         # Added to the score of a candidate that names a premise shown in its input (nats; 0:
         # off): a log-linear prior P(t) e^bonus for copying what retrieval found, which the
         # CPU-size network does not learn to do from the input alone (issue 28).
-        self.premise_bonus = 0.0
+        self.premise_bonus = generate.premise_bonus
         # A learned candidate ranker (generator/rerank.py; None: the hand-set score above).
         self.ranker: CandidateRanker | None = None
         self.tokenizer = byte_tokenizer()
@@ -160,9 +161,10 @@ class TacticGenerator:
 
     @classmethod
     def load(cls, path: str | Path, input_cfg: InputConfig | None = None,
-             device: str | torch.device = "cpu") -> TacticGenerator:
+             device: str | torch.device = "cpu", generate: GenerateConfig | None = None) -> TacticGenerator:
         """A saved generator (a local folder, or a hub id), with the input budgets it was
-        trained with unless `input_cfg`; what cannot be loaded is a one-line UserInputError."""
+        trained with unless `input_cfg`, generating as `generate` says (instantiate,
+        premise_bonus); what cannot be loaded is a one-line UserInputError."""
         local = check_model_source(path)
         try:
             model = T5ForConditionalGeneration.from_pretrained(str(path))
@@ -178,7 +180,7 @@ class TacticGenerator:
         pool_file = Path(path) / TACTIC_POOL
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
         neighbors = TacticNeighbors.load(path) if local else None
-        gen = cls(model, input_cfg or InputConfig(), device, pool, neighbors)
+        gen = cls(model, input_cfg or InputConfig(), device, pool, neighbors, generate)
         if local and (Path(path) / RANKER_MODEL).exists():
             from generator.rerank import CandidateRanker  # only a folder holding a ranker loads it
             gen.ranker = CandidateRanker.load(path)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from prover.config import DataConfig
 
 from retriever.settings import RetrieverConfig
-from prover.training.settings import TrainerConfig
+from prover.training.settings import Recipe, TrainRunConfig
 
 
 @dataclass
@@ -62,18 +62,12 @@ class ModelConfig:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Recipe):
     batch_size: int = 8
-    grad_accum: int = 1
     lr: float = 5e-4
     weight_decay: float = 0.0
     warmup_steps: int = 100
     epochs: int = 2
-    max_steps: int | None = None
-    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU
-    log_every: int = 50
-    checkpoint_every: int = 500
-    eval_every: int = 0  # optimizer steps between validations (0: each epoch)
     eval_examples: int = 200  # validation examples for loss and exact match (fixed subset)
     eval_beams: int = 4
     # The model's tactic pool: this many of the most frequent training targets, scored for
@@ -98,27 +92,37 @@ class NeighborsConfig:
 
 @dataclass
 class GenerateConfig:
-    num_samples: int = 8
+    """How a trained generator suggests tactics: the one generation settings type, given to
+    TacticGenerator when it is built (proof search's `generator:` section nests it)."""
+
+    # Candidates returned per state (beam width or samples). Proof search: null means as many as
+    # search.num_tactics, the tactics an expansion tries.
+    num_samples: int | None = 8
+    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
+    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
+    num_beams: int | None = None
     method: str = "beam"  # beam | sampling
     temperature: float = 1.0
     batch_size: int = 16  # states per forward pass
+    max_bytes: int | None = None  # input budget (default: the model's)
+    # Premise-instantiated candidates (generator/instantiate.py, tried and not shipped): the
+    # tactic neighbours' one-premise tactics filled with each of this many of the retrieved
+    # premises, scored by the model beside its own (0: off).
+    instantiate: int = 0
+    # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
+    premise_bonus: float = 0.0
 
 
 @dataclass
-class GeneratorTrainConfig:
+class GeneratorTrainConfig(TrainRunConfig):
     data: GeneratorDataConfig = field(default_factory=GeneratorDataConfig)
     run_dir: str = "runs/generator"
-    seed: int = 42
-    device: str = "auto"
-    train_split: str = "random/train"
-    val_split: str = "random/val"
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     input: InputConfig = field(default_factory=InputConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     neighbors: NeighborsConfig = field(default_factory=NeighborsConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
 @dataclass

@@ -20,7 +20,8 @@ from omegaconf import OmegaConf
 
 from prover.data.jsonio import write_json
 from prover.utils.runinfo import git_commit
-from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit
 from prover.training.launch import launch
 from prover.training.run import RunDir, length_grouped_order
 from generator.data import build_split, load_pairs
@@ -59,6 +60,7 @@ class GeneratorStage(Stage):
     input lengths; validation loss per target byte keeps the best model."""
 
     label = "train generator"
+    decay_1d, select, mode = True, "loss", "min"
 
     def __init__(self, cfg: Any, gen: TacticGenerator, inputs: list[str], tactics: list[str],
                  v_in: list[str], v_tac: list[str]) -> None:
@@ -66,11 +68,7 @@ class GeneratorStage(Stage):
         self.cfg, self.tc, self.gen, self.model = cfg, tc, gen, gen.model
         self.inputs, self.tactics, self.v_in, self.v_tac = inputs, tactics, v_in, v_tac
         self.lengths = [len(s.encode("utf-8")) for s in inputs]
-        self.recipe = Recipe(
-            lr=tc.lr, batch_size=tc.batch_size, grad_accum=tc.grad_accum, epochs=tc.epochs,
-            max_steps=tc.max_steps, max_minutes=tc.max_minutes, weight_decay=tc.weight_decay,
-            decay_1d=True, warmup_steps=tc.warmup_steps, log_every=tc.log_every,
-            checkpoint_every=tc.checkpoint_every, eval_every=tc.eval_every, select="loss", mode="min")
+        self.recipe = recipe_of(tc)
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         # Batches of similar input length: the encoder pads every input to its batch's longest.
@@ -132,9 +130,9 @@ def _train_generator(cfg: Any) -> None:
                "val_pairs": len(v_in), **result.record(), "epochs": progress.epoch, "done": progress.done,
                "workers": result.workers,
                "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
-               "initial_val": progress.extra.get("initial_val"), "best_val_loss": progress.best_metric,
+               "initial_val": progress.initial_val, "best_val_loss": progress.best_metric,
                "augment": train_stats, "config": OmegaConf.to_container(cfg, resolve=True)}
     write_json(run.path / "summary.json", summary)
     log.info("generator: %d steps; best val loss %.4f (initial %.4f); model in %s", progress.step,
-             progress.best_metric or math.nan, (progress.extra.get("initial_val") or {}).get("loss", math.nan),
+             progress.best_metric or math.nan, (progress.initial_val or {}).get("loss", math.nan),
              run.model_dir)

@@ -93,4 +93,10 @@ def load_config(schema: type, path: str | None = None, overrides: list[str] | No
 
 
 def to_plain(cfg: Any) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True)
+    """The config as a JSON file holds it: a tuple field (RetrieverConfig.exclude) as a list,
+    so a config read back from a results file compares equal to the one that wrote it."""
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        return [plain(v) for v in x] if isinstance(x, (list, tuple)) else x
+    return plain(OmegaConf.to_container(cfg, resolve=True))

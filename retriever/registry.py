@@ -1,9 +1,11 @@
 """Named retrievers, so configs and the benchmark can say `bm25` or `cfr+car` and get one.
 
-A factory takes the corpus and the calling command's config. Lexical retrievers read
-`retriever.bm25`; trained ones read the training config named by `retriever.models` (or the
-config itself, when a training command builds a first stage), so evaluation always loads a
-model with the sizes and lengths it was trained with.
+`build_retriever(name, corpus, settings)` takes the retriever choice (a RetrieverConfig),
+and where it matters the dataset evaluated (`data=`: the priors count its training proofs and
+leave its evaluated split out) or the training config of the run (`training=`, when a training
+stage builds its first stage). Lexical retrievers read `settings.bm25`; trained ones read the
+training config named by `settings.models`, so evaluation always loads a model with the sizes
+and lengths it was trained with.
 """
 from __future__ import annotations
 
@@ -14,35 +16,67 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from prover.config import DataConfig
 from prover.data.corpus import Corpus
 from prover.data.errors import UserInputError
 from retriever.base import Retriever
-from retriever.baselines.bm25 import BM25Config, BM25Retriever
+from retriever.baselines.bm25 import BM25Retriever
+from retriever.settings import RetrieverConfig
 
 
-def _bm25_cfg(cfg: Any) -> BM25Config:
-    node = OmegaConf.select(cfg, "retriever.bm25") if cfg is not None else None
-    return OmegaConf.to_object(node) if node is not None else BM25Config()
+@dataclass(frozen=True)
+class Scope:
+    """What a factory reads: the retriever choice, the dataset whose training proofs the priors
+    count (`root`) and the split evaluated on it (left out of them), and the training config of
+    the run (None: the one `settings.models` names)."""
+
+    settings: RetrieverConfig
+    root: str | None = None
+    split: str | None = None
+    on_error: str = "raise"
+    training: Any = None
 
 
-def _bm25(corpus: Corpus, cfg: Any) -> Retriever:
-    return BM25Retriever(corpus, replace(_bm25_cfg(cfg), tokenizer="lean"))
+def scope_of(cfg: Any = None, data: DataConfig | None = None, training: Any = None) -> Scope:
+    """The Scope of `cfg`: a RetrieverConfig (or None: the defaults) with `data` and `training`,
+    or a command's own config, read as its `retriever` and `data` sections (a retriever training
+    config is the run's training config itself)."""
+    if isinstance(cfg, Scope):
+        return cfg
+    if cfg is not None and not isinstance(cfg, RetrieverConfig):
+        node = cfg if OmegaConf.is_config(cfg) else OmegaConf.structured(cfg)
+        section = OmegaConf.select(node, "retriever")
+        plain = OmegaConf.to_container(section, resolve=True) if section is not None else {}
+        merged = OmegaConf.merge(OmegaConf.structured(RetrieverConfig),
+                                 {k: v for k, v in plain.items() if v is not None})
+        data_node = OmegaConf.select(node, "data")
+        data = OmegaConf.to_container(data_node, resolve=True) if data_node is not None else None
+        training = node if OmegaConf.select(node, "cfr") is not None else training
+        cfg = OmegaConf.to_object(merged)
+    settings = cfg or RetrieverConfig()
+    get = (lambda key, default=None: (data.get(key, default) if isinstance(data, dict)
+                                      else getattr(data, key, default)) if data is not None else default)
+    return Scope(settings, settings.training_data or get("root") or settings.corpus, get("split"),
+                 get("on_error", "raise"), training)
 
 
-def _bm25_plain(corpus: Corpus, cfg: Any) -> Retriever:
+def _bm25(corpus: Corpus, s: Scope) -> Retriever:
+    return BM25Retriever(corpus, replace(s.settings.bm25, tokenizer="lean"))
+
+
+def _bm25_plain(corpus: Corpus, s: Scope) -> Retriever:
     # The sanity anchor: name + code, whitespace/bracket tokens.
-    return BM25Retriever(corpus, replace(_bm25_cfg(cfg), tokenizer="plain", fields=["name", "code"]))
+    return BM25Retriever(corpus, replace(s.settings.bm25, tokenizer="plain", fields=["name", "code"]))
 
 
-def _locality(corpus: Corpus, cfg: Any) -> Retriever:
+def _locality(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.priors import LocalityRetriever
     return LocalityRetriever(corpus)
 
 
-def _random(corpus: Corpus, cfg: Any) -> Retriever:
+def _random(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.priors import RandomRetriever
-    seed = OmegaConf.select(cfg, "retriever.seed", default=0) if cfg is not None else 0
-    return RandomRetriever(corpus, int(seed))
+    return RandomRetriever(corpus, int(s.settings.seed))
 
 
 def usage_split(cfg: Any) -> str:
@@ -51,12 +85,11 @@ def usage_split(cfg: Any) -> str:
     else random/train (leandojo-real has no train split; its theorems were removed from
     mathlib-src's train splits)."""
     from prover.data.dataset import Dataset
-    chosen = OmegaConf.select(cfg, "retriever.usage_split", default=None)
-    if chosen:
-        return str(chosen)
-    split = OmegaConf.select(cfg, "data.split", default=None)
-    own = f"{split.split('/')[0]}/train" if split else None
-    return own if own and Dataset(cfg.data.root).has_split(own) else "random/train"
+    s = scope_of(cfg)
+    if s.settings.usage_split:
+        return str(s.settings.usage_split)
+    own = f"{s.split.split('/')[0]}/train" if s.split else None
+    return own if own and Dataset(s.root).has_split(own) else "random/train"
 
 
 def training_theorems(cfg: Any, who: str) -> list:
@@ -64,26 +97,25 @@ def training_theorems(cfg: Any, who: str) -> list:
     theorem that is also in the evaluated split (same file and name, as when a random/train
     is counted for a novel_premises/test). The usage split must differ from the evaluated one."""
     from prover.data.dataset import Dataset
-    root = OmegaConf.select(cfg, "data.root", default=None) if cfg is not None else None
-    if root is None:
+    s = scope_of(cfg)
+    if s.root is None:
         raise UserInputError(f"retriever {who} counts a dataset's training proofs: it needs "
                              f"data.root (the dataset folder) in the config")
-    train = usage_split(cfg)
-    evaluated = OmegaConf.select(cfg, "data.split", default=None)
-    if train == evaluated:
+    train = usage_split(s)
+    if train == s.split:
         raise UserInputError(f"retriever.usage_split {train} is the evaluated split "
                              f"(data.split): {who} must count training proofs only")
-    ds = Dataset(root, on_error=OmegaConf.select(cfg, "data.on_error", default="raise"))
+    ds = Dataset(s.root, on_error=s.on_error)
     if not ds.has_split(train):
-        raise UserInputError(f"retriever {who}: no split {train} under {root} "
+        raise UserInputError(f"retriever {who}: no split {train} under {s.root} "
                              f"(set retriever.usage_split to a training split)")
     theorems = ds.theorems(train)
     held_out: set[tuple[str, str]] = set()
-    if evaluated and ds.has_split(evaluated):
-        held_out = {(t.file_path, t.full_name) for t in ds.theorems(evaluated)}
-    # `data.exclude`: `file::name` of every theorem a proof search will attempt, whatever its
+    if s.split and ds.has_split(s.split):
+        held_out = {(t.file_path, t.full_name) for t in ds.theorems(s.split)}
+    # `exclude`: `file::name` of every theorem a proof search will attempt, whatever its
     # source (a split file, a list, MiniF2F): a search must not count its own proofs.
-    for key in OmegaConf.select(cfg, "data.exclude", default=None) or []:
+    for key in s.settings.exclude:
         file_path, _, name = str(key).partition("::")
         held_out.add((file_path, name))
     if held_out:
@@ -91,7 +123,7 @@ def training_theorems(cfg: Any, who: str) -> list:
     return theorems
 
 
-def _usage_from(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
+def _usage_from(corpus: Corpus, s: Scope, theorems: list, locality: Retriever | None = None) -> Retriever:
     from retriever.baselines.priors import UsageRetriever
     return UsageRetriever(corpus, theorems, locality)
 
@@ -100,21 +132,19 @@ def _neighbors_from(tactic_level: bool) -> Callable[..., Retriever]:
     """`neighbors` over whole proofs, or (`neighbors-tactic`) over the tactic-level pseudo steps
     of prover/data/tactic_steps.py: one document per top-level tactic and per `have`/`show`/
     `suffices`/`calc` goal the source states, each with the premises of its own text."""
-    def build(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
+    def build(corpus: Corpus, s: Scope, theorems: list, locality: Retriever | None = None) -> Retriever:
         from retriever.baselines.neighbors import NeighborUsageRetriever
-        k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
         if tactic_level:
             from prover.data.tactic_steps import tactic_level as split_tactics
             theorems, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
-        # A training config (train-fusion's members) has no `retriever` section: the default k.
-        r = NeighborUsageRetriever(corpus, theorems, int(k or 5), locality=locality)
+        r = NeighborUsageRetriever(corpus, theorems, int(s.settings.neighbors_k), locality=locality)
         if tactic_level:
             r.name = r.name.replace("neighbors", "neighbors-tactic", 1)
         return r
     return build
 
 
-def _dense_neighbors_from(corpus: Corpus, cfg: Any, theorems: list, locality: Retriever | None = None) -> Retriever:
+def _dense_neighbors_from(corpus: Corpus, s: Scope, theorems: list, locality: Retriever | None = None) -> Retriever:
     """`neighbors-cfr`: the tactic-level training states nearest by the trained conventional
     CFR's state encoder (retriever/models/dense_neighbors.py); their vectors are kept beside it."""
     from prover.data.tactic_steps import tactic_level as split_tactics
@@ -122,14 +152,13 @@ def _dense_neighbors_from(corpus: Corpus, cfg: Any, theorems: list, locality: Re
     from retriever.models.dense_neighbors import DenseNeighborRetriever
     from retriever.models.cfr import cfr_config
     from prover.utils.device import pick_device
-    require_trained("neighbors-cfr", cfg)
-    tc = training_config(cfg)
+    require_trained("neighbors-cfr", s)
+    tc = training_config(s)
     model = Path(tc.run_dir) / "cfr-conventional" / "model"
     rc = replace(cfr_config(tc), similarity="conventional")
     encoder = CFREncoder.from_pretrained(model, rc).to(pick_device(tc.device)).eval()
-    k = OmegaConf.select(cfg, "retriever.neighbors_k", default=None) if cfg is not None else None
     steps, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
-    return DenseNeighborRetriever(corpus, steps, encoder, int(k or 5), rc.temperature, locality,
+    return DenseNeighborRetriever(corpus, steps, encoder, int(s.settings.neighbors_k), rc.temperature, locality,
                                   cache_dir=model.parent, model_sha1=model_fingerprint(model) or "")
 
 
@@ -142,9 +171,9 @@ _FROM_TRAINING: dict[str, Callable[..., Retriever]] = {
 }
 
 
-def _from_training(name: str) -> Callable[[Corpus, Any], Retriever]:
-    def build(corpus: Corpus, cfg: Any) -> Retriever:
-        return _FROM_TRAINING[name](corpus, cfg, training_theorems(cfg, name))
+def _from_training(name: str) -> Callable[[Corpus, Scope], Retriever]:
+    def build(corpus: Corpus, s: Scope) -> Retriever:
+        return _FROM_TRAINING[name](corpus, s, training_theorems(s, name))
     return build
 
 
@@ -153,44 +182,44 @@ def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retrie
     share one loaded split (parsing it takes seconds per member), and every member that orders
     by locality shares one locality order (its per-file orders are computed once)."""
     from retriever.baselines.priors import LocalityRetriever
+    s = scope_of(cfg)
     theorems = None
     locality = LocalityRetriever(corpus) if any(m in _FROM_TRAINING or m == "locality" for m in names) else None
     out = []
     for m in names:
         if m in _FROM_TRAINING:
             if theorems is None:
-                theorems = training_theorems(cfg, m)
-            out.append(_FROM_TRAINING[m](corpus, cfg, theorems, locality))
+                theorems = training_theorems(s, m)
+            out.append(_FROM_TRAINING[m](corpus, s, theorems, locality))
         elif m == "locality":
             out.append(locality)
         else:
-            out.append(build_retriever(m, corpus, cfg))
+            out.append(REGISTRY[m](corpus, s))
     return out
 
 
-def _fusion(*members: str) -> Callable[[Corpus, Any], Retriever]:
+def _fusion(*members: str) -> Callable[[Corpus, Scope], Retriever]:
     """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
     HybridRetriever is already a generic RRF over any members, so it is reused as is."""
-    def build(corpus: Corpus, cfg: Any) -> Retriever:
+    def build(corpus: Corpus, s: Scope) -> Retriever:
         from retriever.baselines.hybrid import HybridRetriever
-        return HybridRetriever(build_members(members, corpus, cfg), name="+".join(members))
+        return HybridRetriever(build_members(members, corpus, s), name="+".join(members))
     return build
 
 
 def training_config(cfg: Any) -> Any:
     """The retriever training config whose run folder holds the trained models, with the
-    benchmark's `retriever.run_dir`, `device` and `model_overrides` applied to it."""
-    if cfg is not None and OmegaConf.select(cfg, "cfr") is not None:
-        return cfg  # already a training config (train-car building its first stage)
+    choice's `run_dir`, `device` and `model_overrides` applied to it."""
+    s = scope_of(cfg)
+    if s.training is not None:
+        return s.training  # already a training config (train-car building its first stage)
     from prover.config import load_config
     from retriever.settings import RetrieverTrainConfig
-    def setting(key: str) -> Any:
-        return OmegaConf.select(cfg, f"retriever.{key}") if cfg is not None else None
-
-    overrides = [f"run_dir={setting('run_dir')}"] if setting("run_dir") else []
-    if setting("device"):
-        overrides.append(f"device={setting('device')}")
-    return load_config(RetrieverTrainConfig, setting("models"), overrides + list(setting("model_overrides") or []))
+    r = s.settings
+    overrides = [f"run_dir={r.run_dir}"] if r.run_dir else []
+    if r.device:
+        overrides.append(f"device={r.device}")
+    return load_config(RetrieverTrainConfig, r.models, overrides + list(r.model_overrides))
 
 
 @dataclass(frozen=True)
@@ -281,7 +310,8 @@ def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
     needs = list(_NEEDS.get(name, []))
     if not needs:
         return None  # lexical: nothing to train
-    tc = training_config(cfg)
+    s = scope_of(cfg)
+    tc = training_config(s)
     if name == "reprover" and tc.reprover.checkpoint:
         return None  # the user named a checkpoint (a folder or a hub id): loading checks it
     index_file = ""
@@ -306,8 +336,7 @@ def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
     if not plan:
         return None
     needed = next(t for t in targets if not t.done())
-    models = OmegaConf.select(cfg, "retriever.models", default=None) if cfg is not None else None
-    run_dir = OmegaConf.select(cfg, "retriever.run_dir", default=None) if cfg is not None else None
+    models, run_dir = s.settings.models, s.settings.run_dir
     # Options before --config, key=value overrides after it, as the CLI's help shows them.
     flag = plan[0].args if plan[0].args.startswith("--") else ""
     first = " ".join(filter(None, [f"prover retriever {plan[0].action}", flag,
@@ -330,13 +359,13 @@ def require_trained(name: str, cfg: Any, index: bool = False, hint: str | None =
         raise UserInputError(f"{message} ({hint})")
 
 
-def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
-    def build(corpus: Corpus, cfg: Any) -> Retriever:
+def _cfr(similarity: str) -> Callable[[Corpus, Scope], Retriever]:
+    def build(corpus: Corpus, s: Scope) -> Retriever:
         from retriever.models.cfr import CFRRetriever
         from retriever.models.cfr import cfr_config
         sub = "cfr" if similarity == "fine" else "cfr-conventional"
-        require_trained(sub, cfg)
-        tc = training_config(cfg)
+        require_trained(sub, s)
+        tc = training_config(s)
         index = Path(tc.run_dir) / sub / "index"
         return CFRRetriever(corpus, Path(tc.run_dir) / sub / "model",
                             replace(cfr_config(tc), similarity=similarity), tc.device,
@@ -344,13 +373,13 @@ def _cfr(similarity: str) -> Callable[[Corpus, Any], Retriever]:
     return build
 
 
-def _rerank_with_car(first: Retriever, trained_over: str, cfg: Any, weight: float) -> Retriever:
+def _rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: float) -> Retriever:
     """`first`'s top k1 re-ranked by the CAR trained over `trained_over` (its folder in the
     run), ordered by z(CAR) + weight·z(first stage); a CAR trained over another list is refused."""
     from retriever.models.car import RerankRetriever
     from retriever.models.car import car_run_dir
     from prover.utils.device import pick_device
-    tc = training_config(cfg)
+    tc = training_config(s)
     car = car_run_dir(tc.run_dir, trained_over) / "model"
     rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)
     recorded = rr.scorer.meta.get("first_stage", trained_over)
@@ -359,53 +388,53 @@ def _rerank_with_car(first: Retriever, trained_over: str, cfg: Any, weight: floa
     return rr
 
 
-def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Any], Retriever]:
+def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Scope], Retriever]:
     """`first_stage`'s top k1 re-ranked by the CAR trained on its negatives, fused with the
     first stage's scores by `car.first_stage_weight` (weight None) or in CAR's order alone
     (weight 0)."""
-    def build(corpus: Corpus, cfg: Any) -> Retriever:
-        require_trained(f"{first_stage}+car", cfg)
-        tc = training_config(cfg)
+    def build(corpus: Corpus, s: Scope) -> Retriever:
+        require_trained(f"{first_stage}+car", s)
+        tc = training_config(s)
         w = tc.car.first_stage_weight if weight is None else weight
-        rr = _rerank_with_car(REGISTRY[first_stage](corpus, tc), first_stage, cfg, w)
+        rr = _rerank_with_car(REGISTRY[first_stage](corpus, replace(s, training=tc)), first_stage, s, w)
         if weight is not None:
             rr.name += "-only"
         return rr
     return build
 
 
-def _fusion_car(corpus: Corpus, cfg: Any) -> Retriever:
+def _fusion_car(corpus: Corpus, s: Scope) -> Retriever:
     """The fitted fusion's top k1 re-ranked by the CAR trained over its CFR member
     (`car.first_stage`), ordered by z(CAR) + car.fusion_weight·z(fusion score). CAR's
     negatives came from that CFR, not from the fusion: mining them from the fusion would need
     its priors to leave each training theorem's own proof out."""
-    tc = training_config(cfg)
-    require_trained("fusion", cfg)
-    require_trained(f"{tc.car.first_stage}+car", cfg)
-    return _rerank_with_car(_learned_fusion(corpus, cfg), tc.car.first_stage, cfg, tc.car.fusion_weight)
+    tc = training_config(s)
+    require_trained("fusion", s)
+    require_trained(f"{tc.car.first_stage}+car", s)
+    return _rerank_with_car(_learned_fusion(corpus, s), tc.car.first_stage, s, tc.car.fusion_weight)
 
 
-def _reprover(corpus: Corpus, cfg: Any) -> Retriever:
+def _reprover(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.models.reprover import build_reprover
-    require_trained("reprover", cfg)
-    return build_reprover(corpus, training_config(cfg))
+    require_trained("reprover", s)
+    return build_reprover(corpus, training_config(s))
 
 
-def _learned_fusion(corpus: Corpus, cfg: Any) -> Retriever:
+def _learned_fusion(corpus: Corpus, s: Scope) -> Retriever:
     """The fusion ranker fitted by `prover retriever train-fusion`, over the members it was fitted with."""
     from retriever.models.learned_fusion import FusionModel, LearnedFusionRetriever
-    require_trained("fusion", cfg)
-    model = FusionModel.load(Path(training_config(cfg).run_dir) / "fusion" / "model.json")
-    return LearnedFusionRetriever(build_members(model.members, corpus, cfg), model)
+    require_trained("fusion", s)
+    model = FusionModel.load(Path(training_config(s).run_dir) / "fusion" / "model.json")
+    return LearnedFusionRetriever(build_members(model.members, corpus, s), model)
 
 
-def _hybrid(corpus: Corpus, cfg: Any) -> Retriever:
+def _hybrid(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.hybrid import HybridRetriever
-    require_trained("hybrid", cfg)  # before BM25 indexes the corpus for nothing
-    return HybridRetriever([_bm25(corpus, cfg), _cfr("fine")(corpus, cfg)])
+    require_trained("hybrid", s)  # before BM25 indexes the corpus for nothing
+    return HybridRetriever([_bm25(corpus, s), _cfr("fine")(corpus, s)])
 
 
-REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
+REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "bm25": _bm25,
     "bm25-plain": _bm25_plain,
     "cfr": _cfr("fine"),
@@ -441,7 +470,12 @@ REGISTRY: dict[str, Callable[[Corpus, Any], Retriever]] = {
 }
 
 
-def build_retriever(name: str, corpus: Corpus, cfg: Any = None) -> Retriever:
+def build_retriever(name: str, corpus: Corpus, settings: RetrieverConfig | None = None, *,
+                    data: DataConfig | None = None, training: Any = None) -> Retriever:
+    """Retriever `name` over `corpus`, as `settings` (the retriever choice) says; `data`: the
+    dataset evaluated (its training proofs feed the priors, its evaluated split is left out);
+    `training`: the run's training config, when a training stage builds its first stage. A
+    command's own config (with `retriever` and `data` sections) may stand for all three."""
     if name not in REGISTRY:
         raise ValueError(f"unknown retriever {name!r}; registered: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name](corpus, cfg)
+    return REGISTRY[name](corpus, scope_of(settings, data, training))

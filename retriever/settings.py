@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
-from prover.training.settings import TrainerConfig
+from prover.training.settings import Recipe, TrainRunConfig
 
 
 @dataclass
@@ -31,7 +31,7 @@ class EncoderConfig:
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(Recipe):
     max_len: int = 512
     mlm_probability: float = 0.15
     batch_size: int = 32
@@ -40,17 +40,17 @@ class PretrainConfig:
     weight_decay: float = 0.01
     warmup_steps: int = 500
     epochs: int = 50
-    max_minutes: float | None = None  # wall-clock training budget over all attempts
-    max_steps: int | None = None  # optimizer steps in all (the LR schedule ends here); None: epochs
-    log_every: int = 50
-    checkpoint_every: int = 500
     eval_fraction: float = 0.05
 
 
 @dataclass
-class CFRConfig:
+class CFRConfig(Recipe):
     similarity: str = "fine"  # fine: s·½(Γ_p + G_p); conventional: s·p on the whole premise text
     temperature: float = 0.02
+    # States per optimizer step, split over the workers and grad_accum's micro-batches. Each
+    # state's in-batch negatives are the other premises of its own micro-batch on its own
+    # worker: with N workers or grad_accum > 1 a state sees batch_size/(N·grad_accum) − 1
+    # other states' premises, not batch_size − 1, so the recipe does not train the same.
     batch_size: int = 32
     premises_per_query: int = 2  # |P'|: the positive plus randomly sampled negatives
     max_state_len: int = 512
@@ -62,9 +62,6 @@ class CFRConfig:
     weight_decay: float = 0.01
     warmup_steps: int = 100
     epochs: int = 20
-    max_minutes: float | None = None
-    log_every: int = 50
-    checkpoint_every: int = 500
     eval_every: int = 0  # optimizer steps between validation R@10 checks (0: each epoch; -1: never)
     eval_queries: int = 500  # validation queries per check (a fixed random subset; 0: all)
     encode_batch_size: int = 128
@@ -73,7 +70,6 @@ class CFRConfig:
     index_nprobe: int = 16  # ivf lists searched per query
     index_hnsw_m: int = 32  # hnsw neighbours per node
     init: str | None = None  # starting encoder folder (None: <run_dir>/pretrain/model)
-    max_steps: int | None = None  # optimizer steps in all (the LR schedule ends here); None: epochs
     # Training pairs (issue 28). "statement": each training theorem's state with every premise
     # of its proof. "steps": the tactic-level pseudo steps of prover/data/tactic_steps.py, each
     # state with its own step's premises; later steps sit at the initial state (approximate)
@@ -91,7 +87,7 @@ class CFRConfig:
 
 
 @dataclass
-class CARConfig:
+class CARConfig(Recipe):
     # Starting encoder folder (None: <run_dir>/pretrain/model, the MLM encoder CFR also starts
     # from). `${run_dir}/cfr/model` starts from the trained CFR encoder instead.
     init: str | None = None
@@ -123,10 +119,6 @@ class CARConfig:
     weight_decay: float = 0.01
     warmup_steps: int = 100
     epochs: int = 8
-    max_minutes: float | None = None
-    max_steps: int | None = None  # optimizer steps in all (the LR schedule ends here); None: epochs
-    log_every: int = 50
-    checkpoint_every: int = 500
     eval_every: int = 0  # optimizer steps between validation R@5 checks (0: each epoch)
     eval_queries: int = 200  # validation queries per check (a fixed random subset)
     k1: int = 20  # CFR candidates re-ranked at inference
@@ -141,7 +133,7 @@ class CARConfig:
 
 
 @dataclass
-class ReProverConfig:
+class ReProverConfig(Recipe):
     """A ByT5-architecture retriever trained as ReProver trains it (or its public checkpoint)."""
 
     checkpoint: str | None = None  # local path or hub id, e.g. kaiyuy/leandojo-lean4-retriever-byt5-small
@@ -164,6 +156,7 @@ class ReProverConfig:
     negatives_same_file: int = 1
     dropout: float = 0.1
     lr: float = 1e-4
+    weight_decay: float = 0.01  # torch's AdamW default, on every parameter (as ReProver's)
     warmup_steps: int = 100
     grad_clip: float = 1.0  # ReProver's gradient_clip_val
     # Recompute activations in the backward pass: ~1/3 more compute, a fraction of the memory.
@@ -171,12 +164,9 @@ class ReProverConfig:
     # H100 without it (results/train-throughput-paper-cuda.md).
     gradient_checkpointing: bool = False
     epochs: int = 2
-    max_minutes: float | None = None
     # Optimizer steps in all (None: epochs). The schedule is constant after warm-up, so this only
     # stops: a GPU run given the steps a CPU budget buys trains the very same recipe.
     max_steps: int | None = None
-    log_every: int = 50
-    checkpoint_every: int = 500
     eval_queries: int = 500  # validation queries per check (0: all)
     encode_batch_size: int = 64
 
@@ -200,13 +190,8 @@ class FusionConfig:
 
 
 @dataclass
-class RetrieverTrainConfig:
-    data: DataConfig = field(default_factory=DataConfig)
+class RetrieverTrainConfig(TrainRunConfig):
     run_dir: str = "runs/retriever"  # pretrain/, cfr/, car/, reprover/ and the index live here
-    seed: int = 42
-    device: str = "auto"
-    train_split: str = "random/train"
-    val_split: str = "random/val"
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
@@ -214,12 +199,13 @@ class RetrieverTrainConfig:
     car: CARConfig = field(default_factory=CARConfig)
     reprover: ReProverConfig = field(default_factory=ReProverConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # workers: prover/training/
 
 
-# The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).
 @dataclass
 class RetrieverConfig:
+    """Which retriever, with what k: the one retriever choice of retrieval evaluation, proof
+    search, the service, the generator benchmark and the demo (retriever/registry.py builds it)."""
+
     name: str = "bm25"
     bm25: BM25Config = field(default_factory=BM25Config)
     # Trained retrievers (cfr, cfr+car, reprover, hybrid) are read from the run folder of a
@@ -234,6 +220,21 @@ class RetrieverConfig:
     usage_split: str | None = None  # (`neighbors` counts the same proofs)
     seed: int = 0  # the `random` baseline's seed
     neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/baselines/neighbors.py)
+    k: int = 10  # premises retrieved per state (a search's; evaluation ranks eval.ks)
+    # Dataset folder whose corpus.jsonl is searched (proof search). null there: the corpus of the
+    # project the run is on (env.repl.project; prove-sorries: the project), built from its
+    # source into corpus_cache once per project state (prover data corpus).
+    corpus: str | None = None
+    corpus_cache: str = "runs/corpora"
+    # Dataset whose training proofs the priors (usage, neighbors, the fusion's) count, matched to
+    # the corpus by premise name. null: the evaluated dataset's (data.root), else the corpus folder's.
+    training_data: str | None = None
+    # `file::name` of the theorems being proved or scored: the priors count no proof of theirs,
+    # so a search never sees its own proofs (a benchmark fills it; a config leaves it empty).
+    exclude: tuple[str, ...] = ()
+
+
+# The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).
 
 
 @dataclass

@@ -12,7 +12,8 @@ import pytest
 from generator.neighbors import TacticNeighbors
 from generator.settings import NeighborsConfig
 from prover.data.dataset import Dataset
-from prover.search.components import RetrieverSpec, retriever_spec
+from prover.search.components import premise_source, retriever_spec
+from retriever.settings import RetrieverConfig
 from retriever.baselines.priors import usage_counts
 from tests.test_generator_neighbors import LIST, RING, SUBST, _theorem
 
@@ -28,11 +29,11 @@ def test_a_novel_premises_search_leaves_its_theorems_out_of_the_priors(mini_root
     keys = {f"{t.file_path}::{t.full_name}" for t in test}
     shared = [t for t in train if f"{t.file_path}::{t.full_name}" in keys]
     assert len(shared) > 100  # the leak this guards against: test theorems the train split has
-    source = RetrieverSpec("usage", str(mini_root), 10, {}, tuple(sorted(keys))).build()
+    source = premise_source(RetrieverConfig("usage", k=10, corpus=str(mini_root), exclude=tuple(sorted(keys))))
     kept = [t for t in train if f"{t.file_path}::{t.full_name}" not in keys]
     expected = {p: c for p, c in usage_counts(kept, corpus).items() if c}
     assert {p: c for p, c in _counts(source.retriever).items() if c} == expected
-    leaky = RetrieverSpec("usage", str(mini_root), 10, {}).build()
+    leaky = premise_source(RetrieverConfig("usage", k=10, corpus=str(mini_root)))
     assert _counts(leaky.retriever) != _counts(source.retriever)
 
 

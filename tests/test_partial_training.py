@@ -33,6 +33,7 @@ class ToyStage(Stage):
     never had."""
 
     label = "toy"
+    select, mode = "loss", "min"
 
     def __init__(self, max_minutes: float | None, target: float | None = None, eval_every: int = 4) -> None:
         self.target = target
@@ -42,7 +43,7 @@ class ToyStage(Stage):
         self.x = torch.tensor(rng.normal(size=(64, 4)), dtype=torch.float32)
         self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
         self.recipe = Recipe(lr=0.05, batch_size=8, epochs=2, warmup_steps=2, eval_every=eval_every,
-                             max_minutes=max_minutes, select="loss", mode="min", log_every=1)
+                             max_minutes=max_minutes, log_every=1)
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         return np.array_split(np.random.default_rng([1, epoch]).permutation(64), 8)
@@ -79,20 +80,20 @@ def _bytes(run_dir: Path) -> bytes:
 
 def test_a_budget_stop_is_partial_and_its_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):
     every = _toy(tmp_path / "every", None, None, monkeypatch, eval_every=1)
-    target = {e["step"]: e["loss"] for e in every.progress.extra["evaluations"]}[5]
+    target = {e["step"]: e["loss"] for e in every.progress.evaluations}[5]
     whole = _toy(tmp_path / "whole", None, None, monkeypatch, target=target)
     assert (whole.stopped_by, whole.progress.step, whole.total_steps) == ("end", 16, 16)
-    assert whole.progress.extra["best_step"] == 4
+    assert whole.progress.best_step == 4
     stopped = _toy(tmp_path / "cut", 10.0, 6, monkeypatch, target=target)
     assert stopped.record() == {"stopped_by": "budget", "steps": 6, "planned_steps": 16, "partial": True}
     # The stop evaluated step 6 and kept it (nearer target than step 4); step 4's is set aside.
-    assert (tmp_path / "cut" / BEFORE_STOP).exists() and stopped.progress.extra["best_step"] == 6
+    assert (tmp_path / "cut" / BEFORE_STOP).exists() and stopped.progress.best_step == 6
     stop = [json.loads(x) for x in (tmp_path / "cut/train_log.jsonl").read_text().splitlines()][-1]
     assert (stop["event"], stop["step"], stop["planned_steps"], stop["partial"]) == ("stop", 6, 16, True)
     resumed = _toy(tmp_path / "cut", None, None, monkeypatch, target=target)
-    assert (resumed.stopped_by, resumed.progress.step, resumed.progress.extra["attempts"]) == ("end", 16, 2)
+    assert (resumed.stopped_by, resumed.progress.step, resumed.progress.attempts) == ("end", 16, 2)
     assert not (tmp_path / "cut" / BEFORE_STOP).exists()
-    assert resumed.progress.extra["best_step"] == whole.progress.extra["best_step"]
+    assert resumed.progress.best_step == whole.progress.best_step
     assert _bytes(tmp_path / "cut") == _bytes(tmp_path / "whole")
     a = torch.load(tmp_path / "cut/checkpoint/state.pt", weights_only=False)
     b = torch.load(tmp_path / "whole/checkpoint/state.pt", weights_only=False)

@@ -319,12 +319,13 @@ def test_priors_rank_the_project_corpus_with_training_proofs_from_elsewhere(tmp_
     """A fusion with the usage and locality priors over a project's corpus: the priors count
     mathlib-src-mini's training proofs (retrieval.training_data) and rank this corpus; a
     theorem importing Algebra.Defs gets premises of it and of what it imports only."""
-    from prover.search.components import RetrieverSpec
+    from prover.search.components import premise_source
+    from retriever.settings import RetrieverConfig
     from retriever.base import ImportsContext
     project = make_project(tmp_path / "demo")
     folder = project_corpus(project, tmp_path / "cache", progress=False)
-    source = RetrieverSpec("bm25+usage+locality", str(folder), 10, {"device": "cpu"},
-                           training_data=str(mini_root)).build()
+    source = premise_source(RetrieverConfig("bm25+usage+locality", k=10, corpus=str(folder), device="cpu",
+                                            training_data=str(mini_root)))
     (ranked,) = source.retrieve(["a b : α\n⊢ a⁻¹ ≤ b⁻¹ ↔ b ≤ a"], [ImportsContext(("Algebra.Defs",))])
     assert len(ranked) == 10 and source.contexts_dropped == 0
     assert {p.path for p in ranked} <= {".lake/packages/algebra/Algebra/Basic.lean",
@@ -332,7 +333,7 @@ def test_priors_rank_the_project_corpus_with_training_proofs_from_elsewhere(tmp_
     assert {"inv_le_inv_iff", "neg_le_neg_iff"} & {p.full_name for p in ranked}  # BM25's best, fused
     # Without training proofs the priors say where to find them, in one line.
     with pytest.raises(Exception, match="no split random/train under .*set retriever.usage_split"):
-        RetrieverSpec("bm25+usage+locality", str(folder), 5, {"device": "cpu"}).build()
+        premise_source(RetrieverConfig("bm25+usage+locality", k=5, corpus=str(folder), device="cpu"))
 
 
 def test_prove_sorries_without_corpus_uses_the_projects(tmp_path):

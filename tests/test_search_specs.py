@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from prover.env.replay import ReplayEnv
-from prover.search.components import env_spec, generator_spec
+from prover.search.components import env_spec, generator_spec, tactic_source
 from prover.search.settings import EnvSettings, SearchBenchmarkConfig
 
 
@@ -27,7 +27,7 @@ def test_fewer_beams_than_suggestions_fill_the_rest_from_the_pool(tmp_path):
     and the rest from the tactic pool, all scored by the model."""
     from tests.search_doubles import save_untrained_generator
     model = str(save_untrained_generator(tmp_path / "gen"))
-    actor = generator_spec(_cfg(search={"num_tactics": 32}, generator={"model": model, "num_beams": 2})).build()
+    actor = tactic_source(generator_spec(_cfg(search={"num_tactics": 32}, generator={"model": model, "num_beams": 2})))
     gen = actor.generator
     gen.pool = [f"exact h{i}" for i in range(40)]
     got = actor.suggest([("h0 : p\n⊢ p", [])])[0]
@@ -39,10 +39,10 @@ def test_fewer_beams_than_suggestions_fill_the_rest_from_the_pool(tmp_path):
 def test_the_generator_actor_fills_neighbour_templates_only_when_asked(tmp_path):
     from tests.search_doubles import save_untrained_generator
     model = str(save_untrained_generator(tmp_path / "gen"))
-    assert generator_spec(_cfg(generator={"model": model})).build().generator.instantiate == 0
+    assert tactic_source(generator_spec(_cfg(generator={"model": model}))).generator.instantiate == 0
     spec = generator_spec(_cfg(generator={"model": model, "instantiate": 3, "premise_bonus": 2.0}))
-    assert spec.instantiate == 3 and spec.build().generator.instantiate == 3
-    assert spec.build().generator.premise_bonus == 2.0
+    assert spec.instantiate == 3 and tactic_source(spec).generator.instantiate == 3
+    assert tactic_source(spec).generator.premise_bonus == 2.0
 
 
 def test_the_env_section_is_what_workers_open_envs_from(leandojo_sample):

@@ -22,7 +22,7 @@ def test_budget_does_not_count_excluded_work():
         _burn(0.6)  # validation: more than the whole budget, yet not counted
     assert not budget.exhausted()
     assert 0.15 < progress.cpu_seconds < 0.45
-    assert progress.extra["excluded_seconds"] >= 0.5
+    assert progress.excluded_seconds >= 0.5
     _burn(0.4)
     assert budget.exhausted()
 
@@ -45,3 +45,11 @@ def test_length_grouped_order_is_a_seeded_permutation_of_similar_length_batches(
     # Within a batch lengths are close: the mean spread is far below a random batch's.
     spread = np.ptp(lengths[order].reshape(-1, 10), axis=1).mean()
     assert spread < 0.2 * np.ptp(lengths[np.random.default_rng(1).permutation(1000)].reshape(-1, 10), axis=1).mean()
+
+
+def test_a_checkpoint_from_before_the_typed_run_state_still_loads():
+    old = {"step": 7, "epoch": 1, "done": False,
+           "extra": {"attempts": 2, "best_step": 6, "last_eval_step": 6, "own": 1}}
+    p = Progress.from_dict(old)
+    assert (p.step, p.attempts, p.best_step, p.last_eval_step, p.extra) == (7, 2, 6, 6, {"own": 1})
+    assert Progress.from_dict({**p.__dict__}) == p

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from prover.config import load_config
 from prover.utils.runinfo import partial_line
 
@@ -74,8 +72,8 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
             raise ValueError("--retriever needs --data (the corpus to retrieve from)")
         from prover.data.dataset import Dataset
         from retriever.registry import build_retriever
-        cfg = OmegaConf.create({"retriever": {"models": models}}) if models else None
-        r = build_retriever(retriever, Dataset(data, source="--data").corpus(), cfg)
+        from retriever.settings import RetrieverConfig
+        r = build_retriever(retriever, Dataset(data, source="--data").corpus(), RetrieverConfig(models=models))
         premises = [h.premise for h in r.retrieve([state], k, [None])[0]]
     gen = TacticGenerator.load(model)
     max_bytes = max_bytes or gen.input_cfg.max_bytes

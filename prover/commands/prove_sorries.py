@@ -75,7 +75,7 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
     from prover.env.leandojo_env import LeanDojoEnv
     from prover.env.replay import ReplayEnv
     from prover.search.components import (EnvUnavailableError, env_spec, generator_spec, require_env,
-                                          retriever_spec)
+                                          premise_source, retriever_spec, tactic_source)
     from prover.search.settings import SearchBenchmarkConfig, as_object
     from prover.sorries.find import find_sorries
     from prover.env.preflight import preflight
@@ -153,8 +153,8 @@ def run_prove_sorries(args: argparse.Namespace) -> int:
         ensure_corpus(cfg, cfg.env.repl.project)
     # The project corpus's paths are relative to the project; the sorries' to `root`.
     prefix = _prefix_in_project(root, cfg.env.repl.project)
-    premises = retriever_spec(cfg).build() if todo else None
-    tactics = generator_spec(cfg).build() if todo else None
+    premises = premise_source(retriever_spec(cfg)) if todo else None
+    tactics = tactic_source(generator_spec(cfg)) if todo else None
     attempts = prove_sorries(sorries, make_env, premises, tactics, as_object(cfg.search),
                              context=lambda s: TheoremContext(prefix + s.file, (s.line, s.column + 1)),
                              progress=cfg.progress, env=cfg.env.name)

@@ -31,7 +31,7 @@ def run_train_car(config: str | None, overrides: list[str], first_stage_name: st
     first_stage = build_retriever(first_stage_name, corpus, cfg)
     model_dir = train_car(cfg, first_stage, init_path=init)
     summary = json.loads((model_dir.parent / "summary.json").read_text())
-    print(f"CAR over {first_stage.name}: {summary['steps']} steps, {summary['train_seconds']} s; "
+    print(f"CAR over {first_stage.name}: {summary['steps']} steps, {summary['seconds']} s; "
           f"val R@5 {first_stage.name} {summary['first_stage_val'].get('R@5')} -> "
           f"{first_stage.name}+car {summary['best_val_R@5']}")
     print(f"model: {model_dir}; summary: {model_dir.parent / 'summary.json'}")

@@ -14,7 +14,7 @@ def run_train_reprover(config: str | None, overrides: list[str]) -> int:
     from retriever.training.train_reprover import train_reprover
     summary = train_reprover(cfg)
     best = summary["best_val_R@10"]
-    print(f"reprover: {summary['steps']} steps in {summary['train_seconds']:.0f} s, "
+    print(f"reprover: {summary['steps']} steps in {summary['seconds']:.0f} s, "
           f"best val R@10 {'n/a' if best is None else f'{100 * best:.1f}%'}"
           f"{' (stopped by the time budget)' if summary['stopped_by_budget'] else ''}")
     print(f"model: {summary['model_dir']}; summary: {Path(cfg.run_dir) / 'reprover' / 'summary.json'}")

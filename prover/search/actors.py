@@ -26,18 +26,18 @@ import ray
 
 from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
-from prover.search.batching import BatchingConfig, DynamicBatcher
+from prover.search.batching import DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
-from prover.search.components import require_env
+from prover.search.components import describe, premise_source, require_env, tactic_source
 from prover.search.results import make_record
-from prover.search.settings import EnvSettings
+from prover.search.settings import EnvSettings, GeneratorSettings
 from prover.search.sources import Suggested
 from prover.search.theorems import ProofTask
+from prover.utils.batching import BatchingConfig
+from prover.utils.ray_cluster import resolve_address, start_ray
+from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
-
-WORKER_NICENESS = 0  # a local cluster's workers, as the command that started them (see connect)
-
 
 def _rss_mib() -> float:
     import psutil
@@ -56,9 +56,9 @@ def _batcher(fn: Any, cfg: BatchingConfig) -> DynamicBatcher:
 class RetrieverActor:
     """Premises for states, batched across all callers."""
 
-    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
-        self.source = spec.build()  # a PremiseSource
-        self.name = spec.describe()
+    def __init__(self, choice: RetrieverConfig, batching: BatchingConfig) -> None:
+        self.source = premise_source(choice)
+        self.name = choice.name
         self.batcher = _batcher(self._batch, batching)
 
     def _batch(self, items: list[tuple[str, Any]]) -> list[list[Premise]]:
@@ -77,9 +77,9 @@ class RetrieverActor:
 class GeneratorActor:
     """Tactics for (state, premises) requests, batched across all callers."""
 
-    def __init__(self, spec: Any, batching: BatchingConfig) -> None:
-        self.source = spec.build()  # a TacticSource
-        self.name = spec.describe()
+    def __init__(self, settings: GeneratorSettings | Any, batching: BatchingConfig) -> None:
+        self.source = tactic_source(settings)
+        self.name = describe(settings)
         self.batcher = _batcher(self.source.suggest, batching)
 
     async def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
@@ -115,14 +115,14 @@ class ProverWorker:
 
     def __init__(self, worker_id: str, env: EnvSettings, search: SearchConfig, retriever_name: str,
                  premises: Any, tactics: Any) -> None:
-        """`premises`: a RetrieverActor handle, or a spec to build a private copy from;
+        """`premises`: a RetrieverActor handle, or the retriever choice to build a private copy from;
         `tactics`: a GeneratorActor handle."""
         require_env(env.name)  # on a cluster, the node running the worker must have Lean
         self.worker_id = worker_id
         self.env = env
         self.search = search
         self.retriever_name = retriever_name
-        self.premises = premises.build() if hasattr(premises, "build") else ActorPremises(premises)
+        self.premises = premise_source(premises) if isinstance(premises, RetrieverConfig) else ActorPremises(premises)
         self.tactics = ActorTactics(tactics)
         # One Lean REPL per worker, kept across theorems: a header (Mathlib's imports) is
         # elaborated once per worker and reused by environment id.
@@ -161,37 +161,10 @@ def _context(task: ProofTask) -> Any:
 
 # -- connecting ------------------------------------------------------------------------------
 
-def resolve_address(address: str | None) -> str:
-    """null: $RAY_ADDRESS if set, else "local" (a new local cluster: never someone else's)."""
-    return address or os.environ.get("RAY_ADDRESS") or "local"
-
-
 def connect(cfg: Any) -> bool:
     """Start or join Ray as `cfg` (a RayConfig) says. Returns whether we started it (and so
     should shut it down); an already initialized Ray is used as it is."""
-    if ray.is_initialized():
-        return False
-    address = resolve_address(cfg.address)
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
-    if address == "local":
-        kwargs.update(include_dashboard=False)
-        if cfg.local_num_cpus is not None:
-            kwargs["num_cpus"] = cfg.local_num_cpus
-        if cfg.object_store_mb is not None:
-            kwargs["object_store_memory"] = int(cfg.object_store_mb) * 2**20
-        if cfg.temp_dir:
-            kwargs["_temp_dir"] = cfg.temp_dir
-        # Ray starts its workers at nice 15, below the driver. In a cluster of ours the workers
-        # are the job: at nice 15 beside other jobs' nice-0 processes, each actor got about 3%
-        # of a core, and one generator call of `prover demo` took 75 s instead of 1 (issue 41).
-        kwargs["_system_config"] = {"worker_niceness": WORKER_NICENESS}
-        if not logging.getLogger().isEnabledFor(logging.DEBUG):
-            # Ray warns on every start that token auth is on by default; for a cluster we start
-            # on this machine and stop at the end of the run, that is noise (-v shows it).
-            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
-    ray.init(address=address, **kwargs)
-    return True
+    return start_ray(cfg.address, cfg.local_num_cpus, cfg.object_store_mb, cfg.temp_dir)
 
 
 class RaySession:

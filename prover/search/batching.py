@@ -16,19 +16,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from prover.utils.batching import Batcher
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-@dataclass
-class BatchingConfig:
-    max_batch_size: int = 16  # items (states) per model call
-    max_wait_ms: float = 10.0  # how long a batch waits for more requests once it has one
 
 
 class DynamicBatcher(Generic[T, R]):

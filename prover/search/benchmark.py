@@ -22,7 +22,7 @@ from prover.data.jsonio import write_json
 from prover.env.base import ENV_LEANDOJO, ENV_REPL
 from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
-from prover.search.batching import BatchingConfig
+from prover.utils.batching import BatchingConfig
 from prover.search.project_premises import ensure_corpus
 from prover.search.components import (env_spec, generator_spec, require_env,
                                       resolve_env, retriever_spec)

@@ -1,6 +1,7 @@
 """Recipes for the parts of a search: built where they run (in a Ray actor, or in process).
 
-A spec is small and picklable; `build()` loads the corpus, the retriever or the generator in
+A spec (the retriever choice, a RetrieverConfig; the GeneratorSettings) is small and picklable;
+`premise_source(choice)` and `tactic_source(settings)` load the corpus, the retriever or the generator in
 the process that will use it, so a model is never shipped between processes and a worker that
 only runs searches never loads one. `EnvSettings.make(theorem)` opens nothing: the search opens and
 closes the env it is handed.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ from prover.data.theorem import Theorem
 from prover.env.base import ENV_LEANDOJO, ENV_REPL, ENV_REPLAY, ProofEnv
 from prover.env.lean_version import ENV_AUTO
 from prover.env.leandojo_env import lean_toolchain_available
-from prover.search.settings import EnvSettings
+from prover.search.settings import EnvSettings, GeneratorSettings, as_object
 from prover.search.sources import GeneratorTactics, NoPremises, PremiseSource, RetrieverPremises, TacticSource
+from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
 
@@ -60,91 +62,63 @@ def require_env(name: str) -> None:
             "traced proofs (a simulator: its proof rate is not pass@1).")
 
 
-@dataclass
-class RetrieverSpec:
-    """A registered retriever over the corpus of a dataset folder, `k` premises per state."""
-
-    name: str = NO_RETRIEVER
-    corpus: str | None = None  # dataset folder holding corpus.jsonl[.gz]
-    k: int = 10
-    cfg: dict = field(default_factory=dict)  # the `retriever:` section the registry reads
-    # `file::name` of the theorems being proved: the priors (usage, neighbors, the fusion's)
-    # count no proof of theirs, so a search never sees its own proofs.
-    exclude: tuple[str, ...] = ()
-    training_data: str | None = None  # whose training proofs the priors count (None: the corpus folder's)
-
-    def build(self) -> PremiseSource:
-        if self.name == NO_RETRIEVER:
-            return NoPremises()
-        if not self.corpus:
-            raise ValueError(f"retriever {self.name} needs a corpus: set retriever.corpus "
-                             f"(or --corpus) to a dataset folder")
-        from retriever.settings import RetrieverConfig
-        from prover.data.dataset import Dataset
-        from retriever.registry import build_retriever
-        corpus = Dataset(self.corpus).corpus()
-        # The registry reads a typed `retriever:` section (bm25 settings as a BM25Config).
-        section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {**self.cfg, "name": self.name})
-        # `data.root`: the priors (usage, neighbors, fusion) count the training proofs of this
-        # dataset (retriever.usage_split, else random/train).
-        retriever = build_retriever(self.name, corpus, OmegaConf.create(
-            {"retriever": section, "data": {"root": self.training_data or self.corpus,
-                                            "exclude": list(self.exclude)}}))
-        log.info("retriever %s over %d premises of %s", self.name, len(corpus), self.corpus)
-        return RetrieverPremises(retriever, self.k)
-
-    def describe(self) -> str:
-        return self.name
+def premise_source(choice: RetrieverConfig) -> PremiseSource:
+    """The premises of `choice` (a registered retriever over the corpus of a dataset folder,
+    `k` per state), built in the process that calls it."""
+    if choice.name == NO_RETRIEVER:
+        return NoPremises()
+    if not choice.corpus:
+        raise ValueError(f"retriever {choice.name} needs a corpus: set retriever.corpus "
+                         f"(or --corpus) to a dataset folder")
+    from prover.data.dataset import Dataset
+    from retriever.registry import build_retriever
+    corpus = Dataset(choice.corpus).corpus()
+    retriever = build_retriever(choice.name, corpus, choice)
+    log.info("retriever %s over %d premises of %s", choice.name, len(corpus), choice.corpus)
+    return RetrieverPremises(retriever, choice.k)
 
 
-@dataclass
-class GeneratorSpec:
-    model: str | None = None
-    num_samples: int = 64
-    method: str = "beam"
-    temperature: float = 1.0
-    batch_size: int = 16
-    max_bytes: int | None = None
-    device: str = "auto"
-    exclude: tuple[str, ...] = ()  # theorems being proved: no tactic neighbour from their proofs
-    instantiate: int = 0  # premises that fill the neighbours' templates (generator/instantiate.py)
-    premise_bonus: float = 0.0  # nats for a suggestion naming a retrieved premise
-    num_beams: int | None = None  # beam width (None: num_samples)
-
-    def build(self) -> TacticSource:
-        if not self.model:
-            raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
-                             "generator folder (prover generator train writes …/generator/model)")
-        if not (Path(self.model) / "config.json").exists():
-            raise FileNotFoundError(f"no trained generator at {self.model} (expected config.json there)")
-        from generator.model import TacticGenerator
-        from prover.utils.device import pick_device
-        gen = TacticGenerator.load(self.model, device=pick_device(self.device))
-        if gen.neighbors is not None and self.exclude:
-            gen.neighbors.exclude(self.exclude)
-        gen.instantiate = self.instantiate
-        gen.premise_bonus = self.premise_bonus
-        return GeneratorTactics(gen, self.num_samples, self.method, self.temperature,
-                                self.batch_size, self.max_bytes, self.num_beams)
-
-    def describe(self) -> str:
-        return f"{self.model} ({self.method}, {self.num_samples})"
+def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
+    """The trained generator of `settings`, loaded in the process that calls it, generating as
+    they say (its tactic neighbours leave `settings.exclude` out). Tests hand the benchmark a
+    double instead of settings: anything with `build()` and `describe()`."""
+    if not isinstance(settings, GeneratorSettings):
+        return settings.build()
+    if not settings.model:
+        raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
+                         "generator folder (prover generator train writes …/generator/model)")
+    if not (Path(settings.model) / "config.json").exists():
+        raise FileNotFoundError(f"no trained generator at {settings.model} (expected config.json there)")
+    from generator.model import TacticGenerator
+    from prover.utils.device import pick_device
+    gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings)
+    if gen.neighbors is not None and settings.exclude:
+        gen.neighbors.exclude(settings.exclude)
+    return GeneratorTactics(gen, settings.num_samples, settings.method, settings.temperature,
+                            settings.batch_size, settings.max_bytes, settings.num_beams)
 
 
-def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverSpec:
-    """From a benchmark config's `retriever` section; `exclude`: the theorems to be proved."""
-    r = cfg.retriever
-    section = {"models": r.models, "run_dir": r.run_dir, "device": r.device,
-               "bm25": OmegaConf.to_container(r.bm25) if OmegaConf.is_config(r.bm25) else r.bm25,
-               "model_overrides": list(r.get("model_overrides") or [])}
-    return RetrieverSpec(r.name, r.corpus, r.k, section, tuple(exclude), r.get("training_data"))
+def describe(settings: GeneratorSettings | Any) -> str:
+    if not isinstance(settings, GeneratorSettings):
+        return settings.describe()
+    return f"{settings.model} ({settings.method}, {settings.num_samples})"
 
 
-def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSpec:
-    g = cfg.generator
-    return GeneratorSpec(g.model, g.num_samples or cfg.search.num_tactics, g.method, g.temperature, g.batch_size,
-                         g.max_bytes, g.device, tuple(exclude), g.get("instantiate", 0),
-                         g.get("premise_bonus", 0.0), g.get("num_beams", None))
+def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
+    """A benchmark config's `retriever` section as its dataclass; `exclude`: the theorems to be proved."""
+    choice = as_object(cfg.retriever)
+    if not isinstance(choice, RetrieverConfig):
+        choice = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RetrieverConfig), choice))
+    return replace(choice, exclude=tuple(exclude))
+
+
+def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSettings:
+    """A benchmark config's `generator` section as its dataclass, its candidates settled (null:
+    search.num_tactics); `exclude`: the theorems to be proved."""
+    g = as_object(cfg.generator)
+    if not isinstance(g, GeneratorSettings):
+        g = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GeneratorSettings), g))
+    return replace(g, num_samples=g.num_samples or cfg.search.num_tactics, exclude=tuple(exclude))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

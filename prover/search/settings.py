@@ -12,9 +12,10 @@ from prover.env.leandojo_env import LeanDojoConfig, LeanDojoEnv
 from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
 from prover.env.repl_session import ReplConfig, ReplSession, on_this_node
 from prover.env.replay import ReplayConfig, ReplayEnv
-from prover.search.batching import BatchingConfig
+from prover.utils.batching import BatchingConfig
 from prover.search.best_first import SearchConfig
-from retriever.baselines.bm25 import BM25Config
+from generator.settings import GenerateConfig
+from retriever.settings import RetrieverConfig
 
 
 @dataclass
@@ -33,47 +34,15 @@ class TheoremsConfig:
 
 
 @dataclass
-class RetrievalSettings:
-    # none, bm25, bm25-plain, reprover, cfr, cfr-conventional, cfr+car, hybrid
-    name: str = "none"
-    k: int = 10  # premises retrieved per state (the generator keeps those that fit its input)
-    # Dataset folder whose corpus.jsonl is searched. null: the corpus of the project the run is
-    # on (env.repl.project; prove-sorries: the project), built from its source into corpus_cache
-    # once per project state (prover data corpus).
-    corpus: str | None = None
-    corpus_cache: str = "runs/corpora"
-    # Dataset whose training proofs the priors (usage, neighbors, the fusion's) count, matched to
-    # the corpus by premise name. null: the corpus folder's own (e.g. mathlib-src's random/train).
-    training_data: str | None = None
-    models: str | None = None  # retriever training config naming the trained models' run_dir
-    run_dir: str | None = None
-    device: str = "auto"
-    bm25: BM25Config = field(default_factory=BM25Config)
-    # Overrides of the training config `models` names, e.g. [reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small].
-    model_overrides: list[str] = field(default_factory=list)
+class GeneratorSettings(GenerateConfig):
+    """The search's generator: where the trained model is and where it runs; how it generates
+    is the GenerateConfig it extends."""
 
-
-@dataclass
-class GeneratorSettings:
     model: str | None = None  # trained generator folder (…/generator/model)
-    # Candidates the generator returns per state (beam width or samples); null: as many as
-    # search.num_tactics, the tactics an expansion tries. More candidates than tries lets the
-    # neighbours' tactics and the beam's compete for the tries.
-    num_samples: int | None = None
-    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
-    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
-    num_beams: int | None = None
-    method: str = "beam"  # beam | sampling
-    temperature: float = 1.0
-    batch_size: int = 16  # states per forward pass
-    max_bytes: int | None = None  # input budget (default: the model's)
     device: str = "auto"
-    # Premise-instantiated candidates (generator/instantiate.py): the tactic neighbours'
-    # one-premise tactics filled with each of this many of the retrieved premises, scored by
-    # the model beside its own (0: off).
-    instantiate: int = 0
-    # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
-    premise_bonus: float = 0.0
+    # `file::name` of the theorems being proved: no tactic neighbour from their proofs (a
+    # benchmark fills it; a config leaves it empty).
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass
@@ -135,8 +104,8 @@ class RayConfig:
 class SearchBenchmarkConfig:
     theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
-    retriever: RetrievalSettings = field(default_factory=RetrievalSettings)
-    generator: GeneratorSettings = field(default_factory=GeneratorSettings)
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="none"))
+    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_samples=None))
     env: EnvSettings = field(default_factory=EnvSettings)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
@@ -159,6 +128,14 @@ def resume_settings(cfg: Any) -> dict:
     plain = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
     out = {"theorems": {k: plain["theorems"][k] for k in ("source", "split")},
            **{k: plain[k] for k in ("search", "retriever", "generator", "env")}}
+    # Keys the search's retriever section gained from the one retriever choice (issue 40) change
+    # no search result at their defaults: left out, so runs from before still resume.
+    # `exclude` is filled from the run's theorems, which are above.
+    out["retriever"].pop("exclude", None)
+    out["generator"].pop("exclude", None)
+    for key, default in (("usage_split", None), ("seed", 0), ("neighbors_k", 5)):
+        if out["retriever"].get(key, default) == default:
+            out["retriever"].pop(key, None)
     # Where and how fast models run changes no result: a run may resume on other hardware.
     for section, key in (("generator", "device"), ("generator", "batch_size"), ("retriever", "device")):
         out[section].pop(key, None)

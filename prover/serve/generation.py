@@ -63,7 +63,7 @@ class ServedGenerator:
     def generate(self, states: Sequence[str], prefixes: Sequence[str],
                  premises: Sequence[Sequence[Premise]]) -> list[list[Any]]:
         """Suggestions for each (state, prefix, premises), in order."""
-        texts = [self.model.input_text(s, p)[0] for s, p in zip(states, premises)]
+        texts = [self.model.input_text(s, p, self.cfg.max_bytes)[0] for s, p in zip(states, premises)]
         out: list[list[Any] | None] = [None] * len(texts)
         by_prefix: dict[str, list[int]] = {}
         for i, prefix in enumerate(prefixes):
@@ -72,7 +72,7 @@ class ServedGenerator:
             rows = self.model.generate([texts[i] for i in idx], num_samples=self.cfg.num_samples,
                                        method=self.cfg.method, temperature=self.cfg.temperature,
                                        batch_size=len(idx), prefix=prefix,
-                                       states=[states[i] for i in idx])
+                                       states=[states[i] for i in idx], num_beams=self.cfg.num_beams)
             for i, row in zip(idx, rows):
                 out[i] = row
         return out  # type: ignore[return-value]
@@ -93,10 +93,10 @@ def load_generators(cfgs: Sequence[Any], device: str) -> dict[str, ServedGenerat
                                  f"(<run_dir>/generator/model)")
         if cfg.method not in METHODS:
             raise UserInputError(f"{where}.method must be beam or sampling, not {cfg.method!r}")
-        if cfg.num_samples < 1 or cfg.max_batch_size < 1 or cfg.max_queued < 0 or cfg.premises_k < 1:
+        if (cfg.num_samples or 0) < 1 or cfg.max_batch_size < 1 or cfg.max_queued < 0 or cfg.premises_k < 1:
             raise UserInputError(f"{where}: num_samples, max_batch_size and premises_k must be "
                                  f"positive, max_queued >= 0")
-        model = TacticGenerator.load(cfg.model, device=pick_device(device))
+        model = TacticGenerator.load(cfg.model, device=pick_device(device), generate=cfg)
         model.model.eval()
         served[cfg.name] = ServedGenerator(cfg, model)
         log.info("generator %r from %s (%s, %d samples)", cfg.name, cfg.model, cfg.method, cfg.num_samples)

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from retriever.base import Retriever
 from retriever.models.faiss_index import INDEX_FILE
+from retriever.settings import RetrieverConfig
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +63,17 @@ def load_corpus(corpus_dir: str | Path) -> Corpus:
     return Dataset(corpus_dir, source="--corpus").corpus()
 
 
-def _registry_cfg(cfg: Any, run_dir: Path | None) -> Any:
-    """The `retriever:` section the registry reads, as a typed node (bm25 settings included)."""
-    from retriever.settings import RetrieverConfig
-    section = OmegaConf.merge(OmegaConf.structured(RetrieverConfig), {
-        "models": cfg.models, "run_dir": str(run_dir) if run_dir else None, "device": cfg.device})
-    return OmegaConf.create({"retriever": section})
+def _registry_cfg(cfg: Any, run_dir: Path | None) -> RetrieverConfig:
+    """The retriever choice the registry builds every served retriever from."""
+    return RetrieverConfig(models=cfg.models, run_dir=str(run_dir) if run_dir else None, device=cfg.device)
 
 
-def _check_trained(registry_cfg: Any, names: list[str], require_index: bool) -> None:
+def _check_trained(registry_cfg: RetrieverConfig, names: list[str], require_index: bool) -> None:
     """Refuse to start when a served retriever lacks a trained stage (or, with require_index,
     its saved index), naming the first missing one and the command that makes it."""
     from retriever.registry import missing_training
     with_index = [n for n in names if n in CFR_SUBDIRS]
-    if with_index and OmegaConf.select(registry_cfg, "retriever.run_dir") is None:
+    if with_index and registry_cfg.run_dir is None:
         raise UserInputError(f"retrievers {', '.join(sorted(n for n in names if n in TRAINED))} need "
                              f"trained models: pass --index <retriever run folder>")
     for name in names:
@@ -91,7 +87,7 @@ def _check_trained(registry_cfg: Any, names: list[str], require_index: bool) -> 
             raise UserInputError(f"{message} ({hint})")
 
 
-def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> dict[str, Retriever]:
+def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: RetrieverConfig) -> dict[str, Retriever]:
     from retriever.baselines.hybrid import HybridRetriever
     from retriever.registry import REGISTRY, build_retriever
     built: dict[str, Retriever] = {}
@@ -113,7 +109,7 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Any) -> d
     return {name: built[name] for name in names}
 
 
-def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: Any,
+def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: RetrieverConfig,
                     device: str) -> dict[str, Retriever]:
     """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
     from retriever.models.car import CARScorer, RerankRetriever

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from ray import serve
 
 from prover.serve.settings import ServeConfig
+from prover.utils.ray_cluster import start_ray
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +59,7 @@ def build_app(cfg: Any) -> Any:
 
 def start(cfg: Any, blocking: bool = False) -> Any:
     """Start (or join) Ray, bind Serve's HTTP proxy to cfg.host:cfg.port, deploy; returns a handle."""
-    import ray
-    if not ray.is_initialized():
-        ray.init(address=cfg.ray.address, include_dashboard=False, ignore_reinit_error=True)
+    start_ray(cfg.ray.address)
     serve.start(http_options={"host": cfg.host, "port": cfg.port})
     handle = serve.run(build_app(cfg), name=APP_NAME, route_prefix="/", blocking=blocking)
     log.info("Ray Serve: %s on http://%s:%d (%d replicas)", APP_NAME, cfg.host, cfg.port, cfg.ray.num_replicas)

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from generator.settings import GenerateConfig
+from prover.utils.batching import BatchingConfig
+
 
 @dataclass
 class LimitsConfig:
@@ -15,25 +18,13 @@ class LimitsConfig:
 
 
 @dataclass
-class BatchConfig:
-    max_batch_size: int = 32  # states per model call
-    # How long a lone request waits for company. 0: it runs as soon as the model is free, and
-    # requests that queued meanwhile form the next batch, so batching costs no latency.
-    max_wait_ms: float = 0.0
-    # Searches of one retriever waiting behind the running batch; past it a request gets 503 and
-    # Retry-After at once, instead of a wait that grows with the queue. 0: no bound.
-    max_queued: int = 256
-
-
-@dataclass
-class GeneratorServeConfig:
-    """A tactic generator answering LeanCopilot's `POST /generate` under `name`."""
+class GeneratorServeConfig(GenerateConfig):
+    """A tactic generator answering LeanCopilot's `POST /generate` under `name`, generating as
+    the GenerateConfig it extends says (num_samples: tactics asked for per request, distinct
+    ones returned best first; its batch_size is not read: a batch is what queued, below)."""
 
     name: str = "generator"  # what LeanCopilot's ExternalGenerator sends as `name`
     model: str | None = None  # a trained generator folder (<run_dir>/generator/model) or a hub id
-    num_samples: int = 8  # tactics asked for per request (distinct ones are returned, best first)
-    method: str = "beam"  # beam | sampling
-    temperature: float = 1.0  # sampling only
     # Premises put before the state, as proof search does: a served retriever (`cfr`, `cfr+car`,
     # ...) and how many. None: the state alone, as LeanCopilot's own generator sees it.
     premises: str | None = None
@@ -82,7 +73,8 @@ class ServeConfig:
     example_state: str = ("α : Type u_1\nβ : Type u_2\nf : α → β\nhf : Function.Injective f\n"
                           "a b : α\nh : f a = f b\n⊢ a = b")
     limits: LimitsConfig = field(default_factory=LimitsConfig)
-    batching: BatchConfig = field(default_factory=BatchConfig)
+    # 32 states per model call, no wait for company, 256 searches of one retriever queued.
+    batching: BatchingConfig = field(default_factory=lambda: BatchingConfig(32, 0.0, 256))
     ray: RayServeConfig = field(default_factory=RayServeConfig)
     log_level: str = "info"
 

@@ -9,8 +9,10 @@ epoch, how to build one, its loss, and its evaluation. `fit` does everything els
 - each optimizer step takes the next `grad_accum` micro-batches of the epoch; each
   micro-batch's mean loss is weighted by its share of the step's weight (its examples, or
   the masked tokens of MLM), so the gradient is that of one big batch, on one worker or many;
-- data-parallel workers (`workers.Workers`): each takes its shard of every micro-batch,
-  gradients are summed over workers, rank 0 evaluates, saves and logs;
+- data-parallel workers (`workers.Workers`): each takes its shard of every micro-batch; the
+  stage's loss runs as the forward of one module (`StageLoss`) under DistributedDataParallel,
+  which sums the gradients over workers once a step (`no_sync` during accumulation); rank 0
+  evaluates, saves and logs;
 - bf16 autocast on CUDA around the stage's loss (a stage computes a contrastive loss's
   logits in fp32 itself); nothing on a CPU;
 - gradient clipping, evaluation every `eval_every` steps or each epoch, the best model by
@@ -42,43 +44,46 @@ from transformers import get_constant_schedule_with_warmup, get_linear_schedule_
 
 from prover.training.run import Budget, Progress, RunDir, mixed_precision, set_seed
 from prover.utils.files import save_dir_atomically
-from prover.training.settings import TrainerConfig
+from prover.training.settings import Recipe, TrainerConfig
 from prover.training.workers import Workers
 from prover.utils.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Recipe:
-    """How a stage optimizes. Batch sizes are global: split over the workers."""
+class StageLoss(torch.nn.Module):
+    """A stage's loss as one module's forward, so that DistributedDataParallel sees the whole
+    step: our stages call their models through several methods (CFR encodes states and
+    premises with one encoder; CAR scores groups), which DDP's hooks follow only inside one
+    forward. `None` (a step with nothing on this worker, when each of its micro-batches is
+    smaller than the worker count) is a zero loss over every parameter: the worker still takes
+    part in the step's gradient sum, adding nothing to it (but a parameter no worker used then
+    gets a zero gradient, where one worker alone would leave it without one)."""
 
-    lr: float
-    batch_size: int
-    grad_accum: int = 1
-    epochs: int = 1
-    max_steps: int | None = None  # optimizer steps in all (a linear schedule ends here)
-    max_minutes: float | None = None  # CPU minutes on a CPU, wall minutes on a GPU (`Budget`)
-    weight_decay: float = 0.0
-    decay_1d: bool = False  # also decay biases and LayerNorm weights (ReProver's AdamW does)
-    warmup_steps: int = 0
-    schedule: str = "linear"  # "linear": decay to zero at the last step; "constant" after warm-up
-    grad_clip: float = 1.0
-    log_every: int = 50
-    checkpoint_every: int = 500
-    eval_every: int = 0  # optimizer steps between evaluations (0: each epoch; -1: never)
-    eval_at_start: bool = True  # evaluate the untrained model: the reference for every later one
-    select: str | None = None  # the metric that keeps the best model in model/ (None: the last one)
-    mode: str = "max"  # whether a larger or a smaller `select` is better
-    unit: str = "examples"  # what `Stage.count` counts, for the throughput column
+    def __init__(self, stage: Stage) -> None:
+        super().__init__()
+        self.model = stage.model
+        self.stage_loss = stage.loss
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        if batch is None:
+            return sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
+        return self.stage_loss(batch)
 
 
 class Stage:
-    """What is particular to one training stage. Subclasses set `label`, `model`, `recipe`."""
+    """What is particular to one training stage. Subclasses set `label`, `model`, `recipe`
+    (the stage's settings, a Recipe) and, where theirs differ, the choices below."""
 
     label: str
     model: torch.nn.Module
     recipe: Recipe
+    decay_1d: bool = False  # also decay biases and LayerNorm weights (ReProver's AdamW does)
+    schedule: str = "linear"  # "linear": decay to zero at the last step; "constant" after warm-up
+    eval_at_start: bool = True  # evaluate the untrained model: the reference for every later one
+    select: str | None = None  # the metric that keeps the best model in model/ (None: the last one)
+    mode: str = "max"  # whether a larger or a smaller `select` is better
+    unit: str = "examples"  # what `Stage.count` counts, for the throughput column
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         """The epoch's micro-batches of example indices, a function of (seed, epoch) only."""
@@ -97,7 +102,7 @@ class Stage:
         return float(len(examples))
 
     def count(self, batch: Any, examples: np.ndarray) -> int:
-        """How many `recipe.unit` the batch holds (throughput only)."""
+        """How many `unit` the batch holds (throughput only)."""
         return len(examples)
 
     def evaluate(self, extra: dict[str, Any]) -> dict[str, float]:
@@ -129,9 +134,9 @@ class Result:
                 "planned_steps": self.total_steps, "partial": self.partial}
 
 
-def optimizer_for(model: torch.nn.Module, recipe: Recipe) -> torch.optim.AdamW:
+def optimizer_for(model: torch.nn.Module, recipe: Recipe, decay_1d: bool = False) -> torch.optim.AdamW:
     params = [p for p in model.parameters() if p.requires_grad]
-    if recipe.decay_1d:
+    if decay_1d:
         return torch.optim.AdamW(params, lr=recipe.lr, weight_decay=recipe.weight_decay)
     # As in BERT and nanoGPT: decay the matrices only, not biases and LayerNorm weights.
     return torch.optim.AdamW([
@@ -167,23 +172,27 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         return plans[epoch]
 
     total = total_steps(r, len(plan(0)))
-    optimizer = optimizer_for(model, r)
-    scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if r.schedule == "constant"
+    optimizer = optimizer_for(model, r, stage.decay_1d)
+    scheduler = (get_constant_schedule_with_warmup(optimizer, r.warmup_steps) if stage.schedule == "constant"
                  else get_linear_schedule_with_warmup(optimizer, min(r.warmup_steps, total), max(total, 1)))
     progress = run.load_checkpoint(model, optimizer, scheduler) or Progress()
-    if progress.extra.pop("budget_stop", None) is not None and workers.main:
+    stopped_at, progress.budget_stop = progress.budget_stop, None
+    if stopped_at is not None and workers.main:
         _undo_stop_evaluation(run)
     if workers.world > 1:
         # Masks and dropout differ by worker (a checkpoint holds rank 0's random state only);
         # the weights all come from rank 0.
         set_seed(seed + workers.rank + 7919 * progress.step)
     workers.broadcast_weights(model)
+    # One worker calls the stage's loss as it is: a one-thread CPU run stays byte-for-byte the plain loop.
+    loss_fn = workers.data_parallel(StageLoss(stage), device) if workers.world > 1 else stage.loss
     n_params = sum(p.numel() for p in model.parameters())
     result = Result(progress, total, "end", n_params, workers.world, str(device))
     if progress.done and progress.step >= total:
         log.info("%s: already trained (%d steps); model in %s", stage.label, progress.step, run.model_dir)
         return result
-    attempt = progress.extra["attempts"] = progress.extra.get("attempts", 0) + 1
+    progress.attempts += 1
+    attempt = progress.attempts
     if workers.main:
         run.log(event="start", attempt=attempt, step=progress.step, total_steps=total,
                 parameters=n_params, workers=workers.world, device=str(device))
@@ -209,22 +218,21 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
                 model.train(was_training)
             workers.barrier()
         result.metrics = metrics
-        progress.extra["last_eval_step"] = progress.step
-        if progress.step == 0:
-            progress.extra.setdefault("initial_val", metrics)
-        progress.extra["last_val"] = metrics
+        progress.last_eval_step = progress.step
+        if progress.step == 0 and progress.initial_val is None:
+            progress.initial_val = metrics
+        progress.last_val = metrics
         if metrics:
-            progress.extra.setdefault("evaluations", []).append(
-                {"step": progress.step, "epoch": progress.epoch, **metrics})
+            progress.evaluations.append({"step": progress.step, "epoch": progress.epoch, **metrics})
         best = False
-        if r.select is not None:
-            value = metrics.get(r.select)
+        if stage.select is not None:
+            value = metrics.get(stage.select)
             better = (progress.best_metric is None or value is None or
-                      (value > progress.best_metric if r.mode == "max" else value < progress.best_metric))
+                      (value > progress.best_metric if stage.mode == "max" else value < progress.best_metric))
             if better:
                 best = True
                 progress.best_metric = value
-                progress.extra["best_step"] = progress.step
+                progress.best_step = progress.step
                 if workers.main:
                     stage.save(run, metrics)
         if workers.main and metrics:
@@ -236,7 +244,7 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         save_checkpoint()
 
     evaluating = r.eval_every >= 0
-    if evaluating and r.eval_at_start and progress.step == 0 and "last_eval_step" not in progress.extra:
+    if evaluating and stage.eval_at_start and progress.step == 0 and progress.last_eval_step is None:
         evaluate()
 
     bar = progress_bar(total=total, initial=progress.step, desc=stage.label, unit="step",
@@ -249,12 +257,12 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             return
         now = time.perf_counter()
         budget.tick()
-        row = {"loss": win_loss / win_steps, f"{r.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
-        progress.extra["train_loss"] = row["loss"]
+        row = {"loss": win_loss / win_steps, f"{stage.unit}_per_s": round(win_units / max(now - win_t0, 1e-9), 1)}
+        progress.train_loss = row["loss"]
         if workers.main:
             run.log(step=progress.step, epoch=progress.epoch, lr=scheduler.get_last_lr()[0],
                     seconds=round(progress.seconds, 1), cpu_seconds=round(progress.cpu_seconds, 1), **row)
-        bar.set_postfix(refresh=False, loss=f"{row['loss']:.4f}", **{f"{r.unit}_s": f"{row[f'{r.unit}_per_s']:.0f}"})
+        bar.set_postfix(refresh=False, loss=f"{row['loss']:.4f}", **{f"{stage.unit}_s": f"{row[f'{stage.unit}_per_s']:.0f}"})
         win_loss, win_steps, win_units, win_t0 = 0.0, 0, 0, now
 
     model.train()
@@ -264,11 +272,11 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
             # The checkpoint is the uninterrupted run's state at this step, saved before the
             # stop's own evaluation (which an uninterrupted run does not make): a resumed run
             # then continues exactly as if never stopped.
-            progress.extra["budget_stop"] = progress.step
+            progress.budget_stop = progress.step
             if workers.main:
                 run.save_checkpoint(model, optimizer, scheduler, progress)
-            del progress.extra["budget_stop"]
-            if workers.main and r.select is not None and run.model_dir.exists():
+            progress.budget_stop = None
+            if workers.main and stage.select is not None and run.model_dir.exists():
                 save_dir_atomically(run.path / BEFORE_STOP, lambda tmp: _copy_into(run.model_dir, tmp))
             break
         epoch, micro = progress.epoch, plan(progress.epoch)
@@ -281,14 +289,18 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
         weights = [stage.weight(x, s) if x is not None else 0.0 for x, s in zip(batches, shards)]
         step_weight = workers.sum(sum(weights))
         step_loss = 0.0
-        for x, w in zip(batches, weights):
-            if w == 0:
-                continue
-            with autocast():
-                loss = stage.loss(x)
-            (loss * (w / step_weight)).backward()
+        todo = [(x, w) for x, w in zip(batches, weights) if w != 0]
+        if workers.world > 1 and not todo:
+            todo = [(None, 0.0)]  # nothing of this step here: still take part in its gradient sum
+        for i, (x, w) in enumerate(todo):
+            # DDP averages the gradients over the workers at this worker's last micro-batch
+            # of the step (before it: no_sync); scaled by the world size, the average is the sum.
+            accumulating = workers.world > 1 and i < len(todo) - 1
+            with loss_fn.no_sync() if accumulating else contextlib.nullcontext():
+                with autocast():
+                    loss = loss_fn(x)
+                (loss * (w / step_weight * workers.world)).backward()
             step_loss += loss.item() * w / step_weight
-        workers.sum_gradients(model)
         torch.nn.utils.clip_grad_norm_(model.parameters(), r.grad_clip)
         optimizer.step()
         scheduler.step()
@@ -319,9 +331,9 @@ def fit(stage: Stage, run: RunDir, device: torch.device, workers: Workers, seed:
     log_window()
     # The last step is always evaluated (a budget stop too): the best model is chosen among
     # every one the run saw.
-    if evaluating and progress.extra.get("last_eval_step") != progress.step:
+    if evaluating and progress.last_eval_step != progress.step:
         evaluate()
-    if workers.main and (r.select is None or "best_step" not in progress.extra):
+    if workers.main and (stage.select is None or progress.best_step is None):
         stage.save(run, result.metrics)
     progress.done = progress.step >= total
     save_checkpoint()

@@ -8,7 +8,7 @@ machine, and as a job on a cluster, with no second launcher (torchrun, `accelera
 and no per-node set-up. The loop itself stays ours (`engine.fit`): one readable file, and a
 one-worker run that is byte-for-byte the plain loop.
 
-One worker trains in this process (no Ray at all). N workers: `ray.init()` joins the cluster
+One worker trains in this process (no Ray at all). N workers: `start_ray()` joins the cluster
 named by RAY_ADDRESS (which `ray job submit` sets) or starts a local one, and every worker runs
 the same stage function; rank 0 evaluates, saves and writes the run directory, which on a
 cluster must be on storage every node sees. The stage function's return value is rank 0's
@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from prover.training.settings import TrainerConfig
+from prover.utils.ray_cluster import start_ray
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,9 @@ def launch(fn: Callable[..., Any], *args: Any, trainer: TrainerConfig | None, ru
     from ray.train.torch import TorchConfig, TorchTrainer
 
     use_gpu = torch.cuda.is_available() if trainer.use_gpu is None else trainer.use_gpu
-    started = False
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        if address:  # inside `ray job submit`, or a cluster named by the user
-            ray.init(address=address, logging_level=logging.WARNING)
-        else:  # a local cluster for this run; workers may share cores (gloo on a laptop)
-            ray.init(num_cpus=max(os.cpu_count() or 1, trainer.workers * trainer.cpus_per_worker),
-                     include_dashboard=False, logging_level=logging.WARNING)
-            started = True
+    # $RAY_ADDRESS (inside `ray job submit`, or a cluster named by the user), else a local
+    # cluster for this run, whose workers may share cores (gloo on a laptop).
+    started = start_ray(num_cpus=max(os.cpu_count() or 1, trainer.workers * trainer.cpus_per_worker))
     storage = Path(trainer.storage_path or Path(run_dir) / "ray").resolve()
     log.info("training on %d Ray Train workers (%s); Ray's records in %s", trainer.workers,
              "GPUs, NCCL" if use_gpu else "CPU processes, gloo", storage)

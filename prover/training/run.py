@@ -52,7 +52,25 @@ class Progress:
     cpu_seconds: float = 0.0  # CPU time of the training process over all attempts (all threads)
     best_metric: float | None = None
     done: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 0  # runs of the stage that trained (a resumed run is the next attempt)
+    best_step: int | None = None  # the step whose model `model/` holds (stages that select one)
+    budget_stop: int | None = None  # set only in the checkpoint a budget stop saves: its step
+    last_eval_step: int | None = None
+    initial_val: dict[str, float] | None = None  # the untrained model's validation metrics
+    last_val: dict[str, float] | None = None
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # {step, epoch, metrics...}
+    train_loss: float | None = None  # the last logged window's mean training loss
+    excluded_seconds: float = 0.0  # time not counted as training (validation passes)
+    extra: dict[str, Any] = field(default_factory=dict)  # a stage's own state, if it keeps any
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> Progress:
+        """A checkpoint's progress; one from before the typed fields kept them in `extra`."""
+        saved = dict(saved)
+        extra = dict(saved.pop("extra", None) or {})
+        names = set(cls.__dataclass_fields__)
+        moved = {k: extra.pop(k) for k in list(extra) if k in names}
+        return cls(**{**moved, **saved}, extra=extra)
 
 
 class Budget:
@@ -89,14 +107,13 @@ class Budget:
     @contextlib.contextmanager
     def excluded(self) -> Iterator[None]:
         """Time spent inside is not training (validation passes over the whole corpus): the
-        budget does not count it, `progress.extra["excluded_seconds"]` records it."""
+        budget does not count it, `progress.excluded_seconds` records it."""
         self.tick()
         t0 = time.perf_counter()
         try:
             yield
         finally:
-            extra = self.progress.extra
-            extra["excluded_seconds"] = round(extra.get("excluded_seconds", 0.0) + time.perf_counter() - t0, 1)
+            self.progress.excluded_seconds = round(self.progress.excluded_seconds + time.perf_counter() - t0, 1)
             self._since, self._cpu_since = time.perf_counter(), time.process_time()
 
 
@@ -147,7 +164,7 @@ class RunDir:
         torch.set_rng_state(state["rng"]["torch"])
         if state["rng"].get("cuda") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
-        progress = Progress(**state["progress"])
+        progress = Progress.from_dict(state["progress"])
         log.info("resumed %s at step %d (epoch %d, %.0f s trained)", self.path, progress.step,
                  progress.epoch, progress.seconds)
         return progress

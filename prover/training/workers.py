@@ -5,12 +5,9 @@ input: a one-worker run does exactly what a plain loop does, so a one-thread CPU
 byte-for-byte reproducible. Under Ray Train (`launch.py`) the process group is already set
 up (gloo on CPUs, NCCL on GPUs) and the methods are the few collectives the engine needs.
 
-Gradients are summed with one explicit all-reduce per optimizer step rather than through
-DistributedDataParallel: our stages call their models through several methods in one step
-(CFR encodes states and premises with one encoder; CAR scores groups), which DDP's
-forward-hook bookkeeping does not follow, and the sum is then the same with or without
-gradient accumulation. Parameters no worker produced a gradient for stay without one, as in
-a single process (AdamW then leaves them alone).
+Gradients are summed by DistributedDataParallel around the stage's loss (`engine.StageLoss`),
+with `find_unused_parameters` so that a parameter a step does not use is no hang; one that no
+worker used keeps no gradient, as in a single process (AdamW then leaves it alone).
 """
 from __future__ import annotations
 
@@ -66,21 +63,11 @@ class Workers:
             for t in model.state_dict().values():
                 dist.broadcast(t, src=0)  # state_dict tensors share the parameters' storage
 
-    def sum_gradients(self, model: torch.nn.Module) -> None:
-        """Each gradient becomes the sum over workers of the workers' gradients."""
-        if self.world == 1:
-            return
-        params = [p for p in model.parameters() if p.requires_grad]
-        has = self._reduce([float(p.grad is not None) for p in params], dist.ReduceOp.MAX)
-        params = [p for p, h in zip(params, has) if h]
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
-        offset = 0
-        for p in params:
-            n = p.numel()
-            p.grad = flat[offset: offset + n].view_as(p).clone()
-            offset += n
+    def data_parallel(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        """`module` under DistributedDataParallel (gloo on CPUs, NCCL on its GPU)."""
+        from torch.nn.parallel import DistributedDataParallel
+        return DistributedDataParallel(module, device_ids=[device] if device.type == "cuda" else None,
+                                       find_unused_parameters=True)
 
     def barrier(self) -> None:
         if self.world > 1:

@@ -33,6 +33,21 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class BatchingConfig:
+    """How the batcher batches: the one batching settings type (`batching:` of the search and
+    of the service; the service's defaults are its own, see prover/serve/settings.py)."""
+
+    max_batch_size: int = 16  # items (states) per model call
+    # How long a lone request waits for company. 0: it runs as soon as the model is free, and
+    # requests that queued meanwhile form the next batch, so batching costs no latency.
+    max_wait_ms: float = 10.0
+    # Requests of one model waiting behind the running batch; past it a request gets 503 and
+    # Retry-After at once, instead of a wait that grows with the queue. 0: no bound. The
+    # service bounds its queues; the search's actors take every request (their callers are few).
+    max_queued: int = 0
+
+
 class QueueFull(Exception):
     """Too many jobs of one key are waiting; `retry_after_s` estimates when the queue drains."""
 

@@ -249,7 +249,9 @@ def training_table(rows: Sequence[dict]) -> str:
             if summary is None:
                 lines.append(f"| {r['retriever']} | {stage} | missing | | | |")
                 continue
-            seconds = summary.get("train_seconds", summary.get("seconds"))
+            # `seconds`/`cpu_seconds` in every stage's summary.json; CAR's and ReProver's before
+            # issue 40 said `train_seconds` (and CAR `train_cpu_seconds`): still read.
+            seconds = summary.get("seconds", summary.get("train_seconds"))
             minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else ""
             cpu = summary.get("cpu_seconds", summary.get("train_cpu_seconds"))
             cpu_minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else ""

@@ -40,7 +40,8 @@ from prover.data.state import NO_GOALS
 from retriever.settings import RetrieverTrainConfig
 from retriever.models.text import format_state, premise_text
 from retriever.models.tokenizer import load_tokenizer, train_tokenizer
-from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit
 from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order, mixed_precision
 from prover.utils.files import save_dir_atomically
@@ -48,7 +49,6 @@ from prover.utils.files import save_dir_atomically
 log = logging.getLogger(__name__)
 
 EVAL_MASK_SEED = 1234  # every evaluation masks the same tokens, so eval losses compare
-MAX_GRAD_NORM = 1.0
 
 
 def corpus_texts(cfg: RetrieverTrainConfig) -> list[str]:
@@ -203,6 +203,7 @@ class MLMStage(Stage):
     end is the model (no selection: a lower held-out MLM loss is not what CFR needs)."""
 
     label = "MLM pre-training"
+    unit = "tokens"
 
     def __init__(self, cfg: RetrieverTrainConfig, model: BertForMaskedLM, tokenizer: PreTrainedTokenizerFast,
                  train: list[np.ndarray], held_out: list[np.ndarray], device: torch.device) -> None:
@@ -211,11 +212,7 @@ class MLMStage(Stage):
         self.train_seqs, self.held_out = train, held_out
         self.lengths = np.array([len(s) for s in train])
         self.batches = MLMBatches(tokenizer, pc.mlm_probability, device)
-        self.recipe = Recipe(
-            lr=pc.lr, batch_size=pc.batch_size, grad_accum=pc.grad_accum, epochs=pc.epochs,
-            max_steps=pc.max_steps, max_minutes=pc.max_minutes, weight_decay=pc.weight_decay,
-            warmup_steps=pc.warmup_steps, grad_clip=MAX_GRAD_NORM, log_every=pc.log_every,
-            checkpoint_every=pc.checkpoint_every, eval_every=0 if held_out else -1, unit="tokens")
+        self.recipe = recipe_of(pc, **({} if held_out else {"eval_every": -1}))
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         return epoch_batches(self.lengths, self.recipe.batch_size, self.cfg.seed, epoch)
@@ -281,13 +278,13 @@ def _pretrain(cfg: RetrieverTrainConfig) -> None:
         return
     progress = result.progress
     steps_per_epoch = math.ceil(len(stage.micro_batches(0)) / pc.grad_accum)
-    eval_loss = progress.extra.get("last_val", {}).get("loss")
+    eval_loss = (progress.last_val or {}).get("loss")
     summary = {
         "done": progress.done, **result.record(), "total_steps": result.total_steps, "epochs": progress.step / steps_per_epoch,
         "warmup_steps": pc.warmup_steps, "workers": result.workers,
         "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
-        "attempts": progress.extra.get("attempts"), "train_loss": progress.extra.get("train_loss"),
-        "eval_loss": eval_loss, "eval_loss_init": (progress.extra.get("initial_val") or {}).get("loss"),
+        "attempts": progress.attempts, "train_loss": progress.train_loss,
+        "eval_loss": eval_loss, "eval_loss_init": (progress.initial_val or {}).get("loss"),
         "parameters": result.parameters, "train_split": cfg.train_split, "train_texts": len(train), "eval_texts": len(held_out),
         "train_tokens": int(sum(len(s) for s in train)), "device": result.device,
         "model_dir": str(run.model_dir),

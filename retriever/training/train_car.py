@@ -33,7 +33,8 @@ from retriever.base import Retriever
 from retriever.models.car import CARScorer, RerankRetriever, car_loss, car_run_dir
 from retriever.evaluation.evaluate import evaluate
 from retriever.training.hard_negatives import mine_hard_negatives
-from prover.training.engine import Recipe, Stage, begin, fit
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit
 from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order, mixed_precision
 
@@ -149,17 +150,14 @@ class CARStage(Stage):
     validation R@5 of the re-ranked list keeps the best model."""
 
     label = "train CAR"
+    eval_at_start, select, unit = False, "R@5", "pairs"
 
     def __init__(self, cfg: Any, scorer: CARScorer, data: CARData, first_stage: Retriever,
                  val: list[PremiseQuery]) -> None:
         c = cfg.car
         self.cfg, self.c, self.scorer, self.model, self.data = cfg, c, scorer, scorer.model, data
         self.first_stage, self.val = first_stage, val
-        self.recipe = Recipe(
-            lr=c.lr, batch_size=c.batch_size, grad_accum=c.grad_accum, epochs=c.epochs,
-            max_steps=c.max_steps, max_minutes=c.max_minutes, weight_decay=c.weight_decay,
-            warmup_steps=c.warmup_steps, log_every=c.log_every, checkpoint_every=c.checkpoint_every,
-            eval_every=c.eval_every, eval_at_start=False, select="R@5", unit="pairs")
+        self.recipe = recipe_of(c)
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
         return _epoch_batches(len(self.data), self.c.batch_size, self.cfg.seed, epoch)
@@ -254,7 +252,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
         "mean_hard_negatives": round(float(np.mean([len(v) for v in hard.values()])), 2) if hard else 0,
         "val_queries": len(val), "first_stage_val": first_val,
         "best_val_R@5": progress.best_metric, **result.record(), "epoch": progress.epoch,
-        "train_seconds": round(progress.seconds, 1), "train_cpu_seconds": round(progress.cpu_seconds, 1),
+        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "done": progress.done, "workers": result.workers,
         "model": str(run.model_dir),
     })

@@ -36,7 +36,8 @@ from retriever.base import Retriever
 from retriever.evaluation.evaluate import evaluate
 from retriever.training.hard_negatives import mine_hard_negatives
 from retriever.models.text import format_state
-from prover.training.engine import Recipe, Stage, begin, fit, fp32
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit, fp32
 from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order
 from prover.utils.files import save_dir_atomically
@@ -146,6 +147,8 @@ class CFRStage(Stage):
     """InfoNCE over a batch's premises (`make_batch`, `info_nce`); validation R@10 over the
     whole corpus keeps the best model, and with a flat index its corpus vectors beside it."""
 
+    select, unit = "R@10", "ex"
+
     def __init__(self, cfg: Any, model: CFREncoder, corpus: Corpus, states: list[str],
                  positives: list[list[int]], val: list[PremiseQuery],
                  hard: list[list[int]] | None = None) -> None:
@@ -153,11 +156,7 @@ class CFRStage(Stage):
         self.cfg, self.c, self.model, self.corpus = cfg, c, model, corpus
         self.states, self.positives, self.val, self.hard = states, positives, val, hard
         self.label = f"train CFR ({c.similarity})"
-        self.recipe = Recipe(
-            lr=c.lr, batch_size=c.batch_size, epochs=c.epochs, max_steps=c.max_steps,
-            max_minutes=c.max_minutes, weight_decay=c.weight_decay, warmup_steps=c.warmup_steps,
-            log_every=c.log_every, checkpoint_every=c.checkpoint_every,
-            eval_every=c.eval_every if val else -1, select="R@10", unit="ex")
+        self.recipe = recipe_of(c, **({} if val else {"eval_every": -1}))
         self.retriever: CFRRetriever | None = None
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
@@ -263,9 +262,9 @@ def _train_cfr(cfg: Any, init: str | Path | None = None,
                "pairs": len(pairs), "params": result.parameters, "train_split": cfg.train_split,
                "val_split": cfg.val_split,
                "val_queries": len(val), "best_val_R@10": progress.best_metric,
-               "best_step": progress.extra.get("best_step"), "warmup_steps": c.warmup_steps,
+               "best_step": progress.best_step, "warmup_steps": c.warmup_steps,
                "device": result.device,
-               "untrained_val_R@10": (progress.extra.get("initial_val") or {}).get("R@10")}
+               "untrained_val_R@10": (progress.initial_val or {}).get("R@10")}
     write_json(run.path / "summary.json", summary)
     log.info("CFR %s after %d steps (%.0f s): best val R@10 %s; model in %s",
              "done" if progress.done else "stopped", progress.step, progress.seconds,

@@ -127,7 +127,7 @@ def train_fusion(cfg: Any) -> Path:
         "member_R@10": {m: round(v, 4) for m, v in member_r10.items()},
         "candidates_recall": round(ceiling, 4),
         "cv_folds": fc.folds, "cv_R@10": round(float(np.mean(cv)), 4) if cv else None,
-        "ranking_seconds": round(ranking_seconds, 1), "train_seconds": round(time.perf_counter() - t0, 1),
+        "ranking_seconds": round(ranking_seconds, 1), "seconds": round(time.perf_counter() - t0, 1),
         "cpu_seconds": round(time.process_time() - c0, 1), "stopped_by": "end",
         "config": OmegaConf.to_container(fc),
         "member_models": models,  # content hashes of the trained members' models

@@ -27,7 +27,8 @@ from retriever.evaluation.evaluate import evaluate
 from retriever.models.reprover import (ByteEncoder, ReProverRetriever, label_matrix, premise_text,
                                 sample_negatives, similarity_loss)
 from retriever.settings import ReProverConfig
-from prover.training.engine import Recipe, Stage, begin, fit, fp32
+from prover.training.settings import recipe_of
+from prover.training.engine import Stage, begin, fit, fp32
 from prover.training.launch import launch
 from prover.training.run import RunDir, epoch_order
 
@@ -80,6 +81,8 @@ class ReProverStage(Stage):
     epoch keeps the best model (and its corpus embeddings, which the benchmark loads)."""
 
     label = "train ReProver-style"
+    # ReProver's AdamW decays every parameter; its learning rate is constant after warm-up.
+    decay_1d, schedule, eval_at_start, select = True, "constant", False, "R@10"
 
     def __init__(self, cfg: Any, encoder: ByteEncoder, corpus: Corpus, train_q: list[PremiseQuery],
                  val_q: list[PremiseQuery], run: RunDir) -> None:
@@ -88,12 +91,7 @@ class ReProverStage(Stage):
         self.train_q, self.val_q = train_q, val_q
         self.examples = training_examples(train_q)
         self.texts = [premise_text(p) for p in corpus.premises]
-        self.recipe = Recipe(
-            lr=rc.lr, batch_size=rc.batch_size, epochs=rc.epochs, max_steps=rc.max_steps,
-            max_minutes=rc.max_minutes, weight_decay=0.01, decay_1d=True,  # torch's AdamW default, on every parameter
-            warmup_steps=rc.warmup_steps, schedule="constant", grad_clip=rc.grad_clip,
-            log_every=rc.log_every, checkpoint_every=rc.checkpoint_every, eval_every=0,
-            eval_at_start=False, select="R@10", unit="examples")
+        self.recipe = recipe_of(rc)
         self.retriever: ReProverRetriever | None = None
 
     def micro_batches(self, epoch: int) -> list[np.ndarray]:
@@ -158,15 +156,15 @@ def _train_reprover(cfg: Any) -> None:
         return
     progress = result.progress
     evaluations = [{"step": e["step"], "epoch": e["epoch"], "R@10": e["R@10"]}
-                   for e in progress.extra.get("evaluations", [])]
+                   for e in progress.evaluations]
     summary = {
         "retriever": "reprover", "best_val_R@10": progress.best_metric, "evaluations": evaluations,
         **result.record(), "epochs_completed": progress.epoch, "done": progress.done,
         "warmup_steps": rc.warmup_steps, "max_steps": rc.max_steps, "device": result.device,
         "workers": result.workers, "stopped_by_budget": result.stopped_by == "budget",
-        "train_seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
+        "seconds": round(progress.seconds, 1), "cpu_seconds": round(progress.cpu_seconds, 1),
         "train_split": cfg.train_split, "train_examples": len(stage.examples), "train_states": len(train_q), "val_queries": len(val_q),
         "parameters": result.parameters, "model_dir": str(run.model_dir), "config": to_plain(cfg),
     }
     write_json(run.path / "summary.json", summary)
-    log.info("summary: %s", json.dumps({k: summary[k] for k in ("best_val_R@10", "steps", "train_seconds")}))
+    log.info("summary: %s", json.dumps({k: summary[k] for k in ("best_val_R@10", "steps", "seconds")}))

@@ -1,0 +1,47 @@
+"""Ray, started in one place: proof search, the service and multi-worker training start or join
+a cluster here, so what "no address" means and which options a local cluster gets is said once."""
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+# Ray starts its workers at nice 15, below the driver. In a cluster of ours the workers are the
+# job (search actors, training workers): at nice 15 beside other jobs' nice-0 processes each
+# actor got about 3% of a core, and one generator call of `prover demo` took 75 s instead of 1
+# (issue 41). A local cluster's workers run as the command that started them.
+WORKER_NICENESS = 0
+
+
+def resolve_address(address: str | None) -> str:
+    """null: $RAY_ADDRESS if set, else "local" (a new local cluster: never someone else's)."""
+    return address or os.environ.get("RAY_ADDRESS") or "local"
+
+
+def start_ray(address: str | None = None, num_cpus: int | None = None, object_store_mb: int | None = None,
+              temp_dir: str | None = None) -> bool:
+    """Join the cluster at `address` (null: $RAY_ADDRESS), else start a local one with these
+    options. Returns whether this call initialized Ray (and so its caller should shut it down);
+    an already initialized Ray is used as it is."""
+    import ray
+    if ray.is_initialized():
+        return False
+    address = resolve_address(address)
+    kwargs: dict = {"logging_level": logging.WARNING}
+    if address == "local":
+        kwargs.update(include_dashboard=False)
+        if num_cpus is not None:
+            kwargs["num_cpus"] = num_cpus
+        if object_store_mb is not None:
+            kwargs["object_store_memory"] = int(object_store_mb) * 2**20
+        if temp_dir:
+            kwargs["_temp_dir"] = temp_dir
+        kwargs["_system_config"] = {"worker_niceness": WORKER_NICENESS}
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            # Ray warns on every start that token auth is on by default; for a cluster we start
+            # on this machine and stop at the end of the run, that is noise (-v shows it).
+            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
+    ray.init(address=address, **kwargs)
+    return True

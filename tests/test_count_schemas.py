@@ -1,0 +1,33 @@
+"""tools/count_schemas.py, issue 40's acceptance counts: it runs, and what is done stays done."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def run_counts() -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "tools/count_schemas.py"], cwd=REPO, capture_output=True, text=True)
+
+
+def counted(out: str) -> dict[str, int]:
+    rows = [line[5:] for line in out.splitlines() if line.startswith(("ok  ", "MISS"))]
+    return {what: int(n.split()[0]) for what, n in (row.rsplit(": ", 1) for row in rows)}
+
+
+def test_the_count_runs_and_counts_every_target():
+    out = run_counts()
+    assert out.returncode in (0, 1), out.stderr
+    found = counted(out.stdout)
+    assert set(found) == {"settings classes: recipe", "settings classes: generation", "settings classes: batching",
+                          "settings classes: retriever choice", "config-wrapper dicts",
+                          "training imports from non-training code", "loops between subpackages"}
+    assert found["loops between subpackages"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40 is not finished: the script lists what is left")
+def test_every_target_of_issue_40_is_met():
+    assert run_counts().returncode == 0

@@ -1,0 +1,121 @@
+"""Issue 40's acceptance counts: how many shapes each settings concept has, and what wires them.
+
+    python tools/count_schemas.py
+
+Prints one line a count (with the classes or places behind it) and exits 1 when any target
+is missed. A settings class (named *Config, *Settings, *Spec or *Recipe) is counted for a
+concept by the fields it declares that no base class of it declares (one that nests another,
+or inherits its fields and gives them defaults of its own, is not a new shape):
+
+- recipe: two or more optimiser fields (lr, weight_decay, warmup_steps, grad_accum, grad_clip);
+- retriever choice: `models` (the trained retrievers' config), or a k of premises (k,
+  premises_k) beside the retriever's name (name, premises, or a `retriever: str`);
+- generation: two or more of num_samples, num_beams, method, temperature;
+- batching: max_batch_size or max_wait_ms.
+
+Config wrappers are dict literals with a `retriever` or `data` key built into a config
+(`OmegaConf.create({...})`) outside tests. Training imports and subpackage loops are found as
+tests/test_layers.py finds them; the training schema module (prover.training.settings) is no
+training code.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("prover", "retriever", "generator", "benchmarks")
+
+CONCEPTS: dict[str, tuple[set[str], int]] = {  # concept -> (fields that say it, how many make one)
+    "recipe": ({"lr", "weight_decay", "warmup_steps", "grad_accum", "grad_clip"}, 2),
+    "generation": ({"num_samples", "num_beams", "method", "temperature"}, 2),
+    "batching": ({"max_batch_size", "max_wait_ms"}, 1),
+}
+WRAPPER_KEYS = {"retriever", "data"}
+SUFFIXES = ("Config", "Settings", "Spec", "Recipe")
+
+
+def fields(cls: ast.ClassDef) -> dict[str, str]:
+    """The annotated fields a class body defines, with their annotations as text."""
+    return {n.target.id: ast.unparse(n.annotation) for n in cls.body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+
+
+def is_retriever_choice(own: dict[str, str]) -> bool:
+    named = {"name", "premises"} & set(own) or own.get("retriever", "").startswith("str")
+    return "models" in own or bool(named and {"k", "premises_k"} & set(own))
+
+
+def concepts_of(own: dict[str, str]) -> list[str]:
+    found = [c for c, (keys, least) in CONCEPTS.items() if len(keys & set(own)) >= least]
+    return found + (["retriever choice"] if is_retriever_choice(own) else [])
+
+
+def python_files():
+    for top in PACKAGES:
+        yield from sorted((REPO / top).rglob("*.py"))
+
+
+def settings_classes() -> dict[str, list[str]]:
+    classes = [(path, node) for path in python_files()
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)]
+    by_name = {node.name: node for _, node in classes}
+
+    def inherited(node: ast.ClassDef) -> set[str]:
+        """Fields its bases (in this tree) declare: giving one a default of its own is no new shape."""
+        out: set[str] = set()
+        for base in (by_name.get(ast.unparse(b)) for b in node.bases):
+            if base is not None:
+                out |= set(fields(base)) | inherited(base)
+        return out
+
+    out: dict[str, list[str]] = {c: [] for c in [*CONCEPTS, "retriever choice"]}
+    for path, node in classes:
+        if node.name.endswith(SUFFIXES):
+            base = inherited(node)
+            own = {k: v for k, v in fields(node).items() if k not in base}
+            for concept in concepts_of(own):
+                out[concept].append(f"{path.relative_to(REPO)}:{node.name}")
+    return out
+
+
+def config_wrappers() -> list[str]:
+    found = []
+    for path in python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("OmegaConf.create")
+                    and node.args and isinstance(node.args[0], ast.Dict)
+                    and WRAPPER_KEYS & {k.value for k in node.args[0].keys if isinstance(k, ast.Constant)}):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def counts() -> list[tuple[str, list[str], int]]:
+    """(what, the places counted, the most allowed)."""
+    sys.path.insert(0, str(REPO))
+    from tests import test_layers as layers  # the rules (and known exceptions) the test suite keeps
+    rows = [(f"settings classes: {c}", places, 1) for c, places in settings_classes().items()]
+    rows.append(("config-wrapper dicts", config_wrappers(), 0))
+    # prover.training.settings is a schema (Recipe, TrainerConfig), not training code: the
+    # stages' settings extend it and search loads it too (tests/test_layers.py allows it).
+    imports = {(a, b) for a, b in layers.training_imports() if b != "prover.training.settings"}
+    rows.append(("training imports from non-training code", sorted(f"{a} -> {b}" for a, b in imports), 0))
+    loops = [" <-> ".join(sorted(loop)) for loop in layers.subpackage_loops() if loop not in layers.KNOWN_LOOPS]
+    rows.append(("loops between subpackages", loops, 0))
+    return rows
+
+
+def main() -> int:
+    missed = 0
+    for what, places, most in counts():
+        ok = len(places) <= most
+        missed += not ok
+        print(f"{'ok  ' if ok else 'MISS'} {what}: {len(places)} (target <= {most})"
+              + "".join(f"\n       {p}" for p in places))
+    print(f"{missed} target(s) missed" if missed else "every target met")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
