@@ -70,6 +70,27 @@ def test_a_local_cluster_runs_its_workers_at_normal_priority_with_our_thread_cou
     try:
         session.ensure()
         assert ray.get(Probe.remote().report.remote(), timeout=120) == (os.nice(0), "1", 1)
+        # The search's time limit holds inside one model call too: a generator actor that hangs
+        # is given up on after the budget, not waited for.
+        import time
+
+        from prover.search.actors import ActorTactics
+        from prover.search.sources import ModelCallTimeout
+
+        @ray.remote(num_cpus=0)
+        class Hung:
+            def ready(self) -> bool:
+                return True
+
+            def suggest(self, requests):
+                time.sleep(60)
+
+        hung = Hung.remote()
+        ray.get(hung.ready.remote(), timeout=120)
+        t0 = time.monotonic()
+        with pytest.raises(ModelCallTimeout, match="generation took over 1.0 s"):
+            ActorTactics(hung, timeout_s=1.0).suggest([("⊢ True", [])])
+        assert time.monotonic() - t0 < 10
     finally:
         session.close()
         shutil.rmtree(temp, ignore_errors=True)

@@ -219,3 +219,23 @@ def test_an_expansion_stops_trying_tactics_when_the_budget_is_spent(abcde):
     # The root's first two tactics start at 0 and 10 s; the third would start at 20 s > 15 s.
     assert (r.status, r.stop_reason, r.expansions, r.tree.tactics_tried) == ("failed", "timeout", 1, 2)
     assert r.times.total_s == 20.0 and tactics.expanded == ["⊢ A"]
+
+
+def test_a_model_call_that_outlives_the_budget_ends_the_theorem_as_a_timeout(abcde):
+    """The time limit inside a long call: a source that waits with a limit (a Ray actor's)
+    raises ModelCallTimeout, and the theorem is a timeout, never a proof."""
+    from prover.search.sources import ModelCallTimeout
+
+    class HungTactics:
+        def __init__(self, inner, hang_on_call: int) -> None:
+            self.inner, self.calls, self.hang_on_call = inner, 0, hang_on_call
+
+        def suggest(self, requests):
+            self.calls += 1
+            if self.calls == self.hang_on_call:
+                raise ModelCallTimeout("generation took over 60 s")
+            return self.inner.suggest(requests)
+
+    tactics = HungTactics(ScriptedTactics(), hang_on_call=2)
+    r = best_first_search(ReplayEnv(abcde), NoPremises(), tactics, SearchConfig(max_expansions=10))
+    assert (r.status, r.stop_reason, r.expansions, r.proof) == ("failed", "timeout", 2, None)

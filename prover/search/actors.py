@@ -31,7 +31,7 @@ from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.components import describe, premise_source, require_env, tactic_source
 from prover.search.results import make_record
 from prover.search.settings import EnvSettings, GeneratorSettings
-from prover.search.sources import Suggested
+from prover.search.sources import ModelCallTimeout, Suggested
 from prover.search.theorems import ProofTask
 from prover.utils.batching import BatchingConfig
 from prover.utils.ray_cluster import resolve_address, start_ray
@@ -89,24 +89,37 @@ class GeneratorActor:
         return {**self.batcher.stats(), **_process_info(), "name": self.name}
 
 
-class ActorPremises:
-    """PremiseSource backed by a RetrieverActor."""
+def _bounded_get(ref: Any, timeout_s: float | None, what: str) -> Any:
+    """The answer of one actor call, waited on for at most `timeout_s` (the search's time budget):
+    the search checks its clock between calls, and this is the check inside one. A call that
+    outlives it is cancelled and raised as ModelCallTimeout, which ends the theorem as a timeout."""
+    try:
+        return ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref)
+        raise ModelCallTimeout(f"{what} took over {timeout_s} s") from None
 
-    def __init__(self, actor: Any) -> None:
+
+class ActorPremises:
+    """PremiseSource backed by a RetrieverActor; each call waits at most `timeout_s`."""
+
+    def __init__(self, actor: Any, timeout_s: float | None = None) -> None:
         self.actor = actor
+        self.timeout_s = timeout_s
 
     def retrieve(self, states: Sequence[str], contexts: Sequence[Any]) -> list[list[Premise]]:
-        return ray.get(self.actor.retrieve.remote(list(states), list(contexts)))
+        return _bounded_get(self.actor.retrieve.remote(list(states), list(contexts)), self.timeout_s, "retrieval")
 
 
 class ActorTactics:
-    """TacticSource backed by a GeneratorActor."""
+    """TacticSource backed by a GeneratorActor; each call waits at most `timeout_s`."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, timeout_s: float | None = None) -> None:
         self.actor = actor
+        self.timeout_s = timeout_s
 
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
-        return ray.get(self.actor.suggest.remote(list(requests)))
+        return _bounded_get(self.actor.suggest.remote(list(requests)), self.timeout_s, "generation")
 
 
 @ray.remote
@@ -122,8 +135,9 @@ class ProverWorker:
         self.env = env
         self.search = search
         self.retriever_name = retriever_name
-        self.premises = premise_source(premises) if isinstance(premises, RetrieverConfig) else ActorPremises(premises)
-        self.tactics = ActorTactics(tactics)
+        self.premises = (premise_source(premises) if isinstance(premises, RetrieverConfig)
+                         else ActorPremises(premises, search.timeout_s))
+        self.tactics = ActorTactics(tactics, search.timeout_s)
         # One Lean REPL per worker, kept across theorems: a header (Mathlib's imports) is
         # elaborated once per worker and reused by environment id.
         self.session = env.session()

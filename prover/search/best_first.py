@@ -33,7 +33,7 @@ from typing import Any
 
 from prover.env.base import (EnvCrash, GivenUp, ProofEnv, ProofFinished, State, TacticError,
                              Timeout, normalize_ws)
-from prover.search.sources import PremiseSource, TacticSource
+from prover.search.sources import ModelCallTimeout, PremiseSource, TacticSource
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +189,14 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
             result.expansions += 1
 
             t = clock()
-            found = premises.retrieve([node.state.text], [context])[0]
-            times.retrieval_s += clock() - t
-            t = clock()
-            suggested = tactics.suggest([(node.state.text, found)])[0]
-            times.generation_s += clock() - t
+            try:  # the time limit inside a long model call: the source raises when it is spent
+                found = premises.retrieve([node.state.text], [context])[0]
+                times.retrieval_s += clock() - t
+                t = clock()
+                suggested = tactics.suggest([(node.state.text, found)])[0]
+                times.generation_s += clock() - t
+            except ModelCallTimeout:
+                raise _Stop("timeout") from None
 
             tried: set[str] = set()
             for s in suggested:

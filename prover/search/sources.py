@@ -32,6 +32,11 @@ class Suggested:
     logprob: float
 
 
+class ModelCallTimeout(Exception):
+    """A retriever or generator call that outlived the search's time budget (a source that can
+    wait with a limit, such as a Ray actor's, raises it); the search ends the theorem as a timeout."""
+
+
 class PremiseSource(Protocol):
     def retrieve(self, states: Sequence[str],
                  contexts: Sequence[TheoremContext | None]) -> list[list[Premise]]:
