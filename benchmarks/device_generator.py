@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from generator.settings import GeneratorTrainConfig, ModelConfig
+from generator.settings import GenerateConfig, GeneratorTrainConfig, ModelConfig
 from prover.benchmarking.harness import parser, write_results
 from prover.config import load_yaml
 from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
@@ -77,8 +77,9 @@ class SizeSpec:
 
 
 @dataclass
-class LeaseConfig:
-    """The device run's own settings (configs/generator/device.yaml `lease:`)."""
+class LeaseConfig(GenerateConfig):
+    """The device run's own settings (configs/generator/device.yaml `lease:`), generating as the
+    GenerateConfig it extends says (num_samples: EM@num_samples; num_beams: replay's beam)."""
 
     train_seconds: float = 270.0
     min_epochs: float = 1.0
@@ -86,15 +87,14 @@ class LeaseConfig:
     probe_steps: int = 8
     eval_splits: list[str] = field(default_factory=lambda: ["leandojo-real/report", "leandojo-real/select"])
     k: int = 10
-    num_samples: int = 8
     eval_batch_size: int = 64
     max_examples: int = 0  # per eval split (0: all), a fixed seeded subset
     replay_split: str | None = "leandojo-real/report"
     replay_rows: list[str] = field(default_factory=lambda: ["fusion", "none"])
     replay_limit: int = 0  # theorems (0: all with traced tactics)
     replay_threads: int = 32
-    num_tactics: int = 32  # per expansion, as configs/search/replay_real.yaml
-    num_beams: int = 8
+    num_tactics: int = 32  # per expansion (the device run's setting; replay_real.yaml keeps 8)
+    num_beams: int | None = 8
     max_expansions: int = 16
     # Per theorem. Longer than the CPU runs' 60 s: here a search's generator calls wait in a batch
     # with 31 others, so its wall time says little; the expansion budget is the limit that binds.

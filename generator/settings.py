@@ -126,8 +126,9 @@ class GeneratorTrainConfig(TrainRunConfig):
 
 
 @dataclass
-class GeneratorBenchmarkConfig:
-    """benchmarks/tactic_generator.py: one trained generator under several premise conditions."""
+class GeneratorBenchmarkConfig(GenerateConfig):
+    """benchmarks/tactic_generator.py: one trained generator under several premise conditions,
+    generating as the GenerateConfig it extends says (num_samples: EM@num_samples)."""
 
     data: DataConfig = field(default_factory=lambda: DataConfig(split="random/test"))
     model: str = "runs/generator-tiny/generator/model"
@@ -139,9 +140,6 @@ class GeneratorBenchmarkConfig:
     train_split: str = "random/train"  # the generator's training split (the frequency baseline's source)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     k: int = 10
-    num_samples: int = 8  # suggestions per state: EM@num_samples
-    num_beams: int | None = None  # beam width (None: num_samples); the rest from pool and neighbours
-    batch_size: int = 16
     max_examples: int = 0  # a fixed random subset of the split's tactics (0: all)
     throughput_states: int = 32
     seed: int = 0
@@ -155,11 +153,6 @@ class GeneratorBenchmarkConfig:
     # Mix the model's tactic neighbours (if it has them) into its suggestions; false: the
     # model alone (the `neighbors` baseline row still uses them).
     neighbors: bool = True
-    # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
-    # tactics filled with each of the top `instantiate` premises shown, scored by the model (0: off).
-    instantiate: int = 0
-    # Nats added to the score of a candidate naming a premise shown (generator/model.py; 0: off).
-    premise_bonus: float = 0.0
     # The neighbours' share of the mixture (None: the model folder's `neighbors.weight`).
     neighbors_weight: float | None = None
     results_tag: str = ""

@@ -4,8 +4,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO
 
 
@@ -28,6 +26,13 @@ def test_the_count_runs_and_counts_every_target():
     assert found["loops between subpackages"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 is not finished: the script lists what is left")
-def test_every_target_of_issue_40_is_met():
-    assert run_counts().returncode == 0
+# What is met stays met, and what is left may only shrink: the counts at the last merge. The
+# issue is done when every row is at its target and the script exits 0 (then assert that).
+MOST = {"settings classes: recipe": 1, "settings classes: generation": 1, "settings classes: batching": 2,
+        "settings classes: retriever choice": 5, "config-wrapper dicts": 0,
+        "training imports from non-training code": 0, "loops between subpackages": 0}
+
+
+def test_no_count_grows_back():
+    found = counted(run_counts().stdout)
+    assert {what: n for what, n in found.items() if n > MOST[what]} == {}
