@@ -16,6 +16,7 @@ from pathlib import Path
 
 from prover.benchmarking.harness import REPO, RESULTS_DIR
 from prover.benchmarking.headlines import headline, retrieval_values
+from prover.utils.runinfo import partial_note
 
 RESULTS = RESULTS_DIR
 SHIPPED = REPO / "benchmarks" / "results_index.json"
@@ -114,6 +115,13 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def partial_models(result: dict) -> list[str]:
+    """What the file's model-training records say of a model its time budget stopped (files
+    written before results rows said so themselves)."""
+    return [note for key in ("model_training", "generator_training")
+            if isinstance(result.get(key), dict) and (note := partial_note(result[key]))]
+
+
 def file_row(stem: str, result: dict) -> str:
     scored = scored_splits(stem, result)
     chosen = choice_splits(result, scored)
@@ -122,6 +130,9 @@ def file_row(stem: str, result: dict) -> str:
     roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "—"
     if result.get("corrections"):  # a later session found something wrong in what it says
         roles += f"; {len(result['corrections'])} correction(s) in the file"
+    partial = partial_models(result)
+    if partial:  # its model's time budget stopped it before the planned step (issue 42)
+        roles += "; **partial model**: " + "; ".join(partial)
     command = f"`{cell(result['command'])}`" if result.get("command") else "—"
     numbers = "<br>".join(cell(h) for h in headline(result)) or "—"
     return (f"| [{stem}]({stem}.md) | {result.get('benchmark', '—')} | {'<br>'.join(splits) or '—'} | "
