@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from prover.benchmarking.harness import add_allow_dirty, load_config, parser, require_clean_tree
+from prover.benchmarking.harness import add_run_flags, load_config, parser, require_clean_tree
 from prover.utils.logs import setup_logging
 from retriever.evaluation.benchmark import run_retrieval_benchmark
 from retriever.evaluation.evaluate import markdown_table
@@ -25,10 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute the named rows already in the results file (the others stay)")
-    add_allow_dirty(p)
-    p.add_argument("--allow-partial", action="store_true",
-                   help="score models their time budget stopped before the planned step; their rows are marked partial")
-    p.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_run_flags(p, "score models their time budget stopped before the planned step; their rows are marked partial")
     args = p.parse_args(argv)
     require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()

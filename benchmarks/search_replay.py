@@ -27,7 +27,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, peak_rss_gib,
+from prover.benchmarking.harness import (add_run_flags, load_config, machine, parser, peak_rss_gib,
                                          require_clean_tree, row_provenance, write_results)
 from prover.data.jsonio import load_json
 from prover.env.base import ENV_REPLAY
@@ -52,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated registered retrievers, one row each (default {DEFAULT_RETRIEVERS})")
     p.add_argument("--results-dir", default="benchmarks/results")
     p.add_argument("--tag", default="", help="names a second results file: search-replay-<dataset>-<split>-<tag>")
-    add_allow_dirty(p)
-    p.add_argument("--allow-partial", action="store_true",
-                   help="search with a generator its time budget stopped before the planned step; its rows are marked partial")
-    p.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_run_flags(p, "search with a generator its time budget stopped before the planned step; its rows are marked partial")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()

@@ -38,7 +38,7 @@ from generator.model import TacticGenerator, frequent_targets
 from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
 from prover.benchmarking.generator_tables import (BASELINES, FREQUENCY, NEIGHBORS, add_intervals, markdown,
                                                   outcomes_path, write_outcomes)
-from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, parser, peak_rss_gib,
+from prover.benchmarking.harness import (add_run_flags, load_config, machine, parser, peak_rss_gib,
                                          require_clean_tree, row_provenance, to_plain, write_results)
 from prover.data.dataset import Dataset
 from prover.data.jsonio import load_json
@@ -76,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--config", default=None)
     p.add_argument("--force", action="store_true", help="recompute conditions already in the results file")
-    add_allow_dirty(p)
-    p.add_argument("--allow-partial", action="store_true",
-                   help="score a model its time budget stopped before the planned step; its rows are marked partial")
-    p.add_argument("overrides", nargs="*", help="key=value config overrides")
+    add_run_flags(p, "score a model its time budget stopped before the planned step; its rows are marked partial")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     setup_logging()

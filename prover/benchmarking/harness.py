@@ -53,6 +53,15 @@ def add_allow_dirty(p: argparse.ArgumentParser,
     return p
 
 
+def add_run_flags(p: argparse.ArgumentParser, partial_help: str) -> argparse.ArgumentParser:
+    """What a benchmark over trained models takes last: --allow-dirty, --allow-partial (a model
+    its time budget stopped; `partial_help` says what is then marked) and key=value overrides."""
+    add_allow_dirty(p)
+    p.add_argument("--allow-partial", action="store_true", help=partial_help)
+    p.add_argument("overrides", nargs="*", help="key=value config overrides")
+    return p
+
+
 def command_line(script: str | None = None, argv: list[str] | None = None) -> str:
     """The command a results file records: `python SCRIPT ARGS`. `script` names the script as
     the README runs it (benchmarks/NAME.py) where sys.argv[0] may be another path; `argv`
