@@ -13,7 +13,6 @@ Writes benchmarks/results/demo-load.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -24,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prover.data.jsonio import write_json
-from prover.utils.runinfo import git_commit, machine
+from prover.benchmarking.harness import (add_allow_dirty, command_line, machine, parser, require_clean_tree,
+                                         write_results)
 
 BUSY_LOOP = "while True: pass"
 
@@ -119,24 +118,23 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--busy", type=int, default=2, help="busy-loop processes beside the second run")
     p.add_argument("--timeout", type=float, default=1500.0, help="seconds allowed per demo run")
     p.add_argument("--results-dir", default="benchmarks/results")
+    add_allow_dirty(p)
     args = p.parse_args(argv)
+    commit = require_clean_tree(args.allow_dirty)  # before any work: a refused run costs nothing
     work = Path(tempfile.mkdtemp(prefix="demo-load-"))
     env = dict(os.environ)
     quiet = run_demo(work / "quiet", env, args.timeout)
     busy = with_busy_loops(args.busy, run_demo, work / "busy", env, args.timeout)
-    report = {"git_commit": git_commit(), "machine": machine(), "cpus": os.cpu_count(),
+    report = {"git_commit": commit, "command": command_line(), "machine": machine(), "cpus": os.cpu_count(),
               "busy_loops": args.busy, "runs": {"quiet": quiet, "busy": busy},
               "same_proved": quiet["proved"] == busy["proved"],
               "same_expansions": [t["expansions"] for t in quiet["theorems"]]
               == [t["expansions"] for t in busy["theorems"]]}
-    out = Path(args.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "demo-load.json", report)
-    (out / "demo-load.md").write_text(markdown(report), encoding="utf-8")
+    write_results(Path(args.results_dir) / "demo-load", report, markdown(report))
     print(markdown(report))
     return 0 if report["same_proved"] else 1
 
