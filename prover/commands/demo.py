@@ -148,7 +148,7 @@ def _search(cfg: Any, out: Path, data_root: Path, retriever_yaml: Path, model: s
     search_cfg = OmegaConf.merge(OmegaConf.structured(SearchBenchmarkConfig), {
         "theorems": {"source": str(data_root), "split": cfg.data.split, "limit": s.theorems},
         "search": s.search,
-        "retriever": {"name": s.retriever, "k": s.k, "corpus": str(data_root),
+        "retriever": {**OmegaConf.to_container(s.retriever), "corpus": str(data_root),
                       "models": str(retriever_yaml), "device": "cpu"},
         "generator": {"model": model, "method": "beam", "batch_size": 8, "device": "cpu"},
         "env": {"name": "replay", "replay": {"focus_goals": True}},
@@ -158,7 +158,7 @@ def _search(cfg: Any, out: Path, data_root: Path, retriever_yaml: Path, model: s
                 "retriever_gpus": 0, "generator_gpus": 0, "local_num_cpus": 2, "object_store_mb": 128},
         "out_dir": str(out / "search")})
     OmegaConf.save(search_cfg, out / "search.yaml")
-    summary = run_benchmark(search_cfg, [s.retriever], command=command)
+    summary = run_benchmark(search_cfg, [s.retriever.name], command=command)
     return next(iter(summary["runs"].values()))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from generator.settings import AugmentConfig, InputConfig, ModelConfig, NeighborsConfig, TrainConfig
 from prover.config import ConfigError, DataConfig
 from prover.search.best_first import SearchConfig
-from retriever.settings import CFRConfig, EncoderConfig, PretrainConfig, TokenizerConfig
+from retriever.settings import CFRConfig, EncoderConfig, PretrainConfig, RetrieverConfig, TokenizerConfig
 
 # Rows the demo can show: retrievers that need no training, and the CFR it trains itself.
 UNTRAINED_RETRIEVERS = ("bm25", "bm25-plain")
@@ -65,8 +65,9 @@ class DemoSearchConfig:
     """Best-first search on Ray over the first theorems of the split, in the replay simulator."""
 
     theorems: int = 10
-    retriever: str = TRAINED_RETRIEVER  # premises for the generator's input
-    k: int = 3  # premises retrieved per state
+    # Premises for the generator's input: the one retriever-choice type (its name and k here;
+    # the corpus and models are the demo's own, filled in when the search is built).
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name=TRAINED_RETRIEVER, k=3))
     # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam. The search is
     # bounded by expansions, so it proves the same theorems on a busy machine as on a quiet one;
     # the time limit is only a safety net, far above what 20 expansions take on a loaded
@@ -93,7 +94,7 @@ class DemoConfig:
 def check_demo_config(cfg: DemoConfig) -> None:
     """Values the schema's types cannot check, said before anything heavy runs."""
     for key, name, allowed in [*(("retrievers", n, RETRIEVERS) for n in cfg.retrievers),
-                               ("search.retriever", cfg.search.retriever, (*RETRIEVERS, "none"))]:
+                               ("search.retriever.name", cfg.search.retriever.name, (*RETRIEVERS, "none"))]:
         if name not in allowed:
             raise ConfigError(f"{key}: unknown retriever {name!r} for prover demo; choose from "
                              f"{', '.join(allowed)}")
