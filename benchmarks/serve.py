@@ -230,10 +230,11 @@ def markdown(result: dict) -> str:
                   "fast the refusal came. Mean batch: requests per model call on the server."]
     gens = {g["name"]: g for g in c["serve"].get("generators", [])}
     for name, g in gens.items():
-        bound = f"at most {g['max_queued']} requests waiting" if g["max_queued"] else "no bound on waiting requests"
+        b = g.get("batching", g)  # nested since issue 40; files written before have the keys flat
+        bound = f"at most {b['max_queued']} requests waiting" if b["max_queued"] else "no bound on waiting requests"
         premises = f"{g['premises']}'s top {g['premises_k']}" if g["premises"] else "none"
         lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, premises {premises}, "
-                      f"batches of up to {g['max_batch_size']} states, {bound}."]
+                      f"batches of up to {b['max_batch_size']} states, {bound}."]
     lines += ["", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "
                   f"{result['server_peak_rss_mib']} MiB; total wall time {result['wall_s']} s. Machine: "
                   f"{m.get('cpu', '')}, {m.get('cpu_count')} cores (shared with other jobs while measured). Git "

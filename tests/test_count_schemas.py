@@ -28,7 +28,7 @@ def test_the_count_runs_and_counts_every_target():
 
 # What is met stays met, and what is left may only shrink: the counts at the last merge. The
 # issue is done when every row is at its target and the script exits 0 (then assert that).
-MOST = {"settings classes: recipe": 1, "settings classes: generation": 1, "settings classes: batching": 2,
+MOST = {"settings classes: recipe": 1, "settings classes: generation": 1, "settings classes: batching": 1,
         "settings classes: retriever choice": 4, "config-wrapper dicts": 0,
         "training imports from non-training code": 0, "loops between subpackages": 0}
 

@@ -301,7 +301,8 @@ def test_openapi_documents_both_endpoints(client):
 # Load shedding: past the bound, 503 and Retry-After at once; the queued ones still answered.
 
 def test_a_full_generator_queue_sheds_load_with_503(run_dir, mini_root, models, generator_dir, service):
-    cfg = make_cfg(run_dir, mini_root, models, generator_dir, max_batch_size=1, max_queued=2)
+    cfg = make_cfg(run_dir, mini_root, models, generator_dir,
+                   batching={"max_batch_size": 1, "max_queued": 2})
     svc = SearchService(cfg, loaded=service.loaded)
     gate, entered = threading.Event(), threading.Event()
     served = svc.generators["tiny-tacgen"]

@@ -130,7 +130,7 @@ class SearchService:
 
     def _batch_size(self, key: Hashable) -> int | None:
         if key[0] == "generate":
-            return self.generators[key[1]].cfg.max_batch_size
+            return self.generators[key[1]].cfg.batching.max_batch_size
         return None  # searches and encodings: batching.max_batch_size
 
     # --- searching --------------------------------------------------------------------------
@@ -177,7 +177,7 @@ class SearchService:
             self._count("rejected")
             raise
         return self._queue(("generate", name), (state, prefix, time.perf_counter()),
-                           generator.cfg.max_queued, f"generator {name!r}")
+                           generator.cfg.batching.max_queued, f"generator {name!r}")
 
     def generate(self, name: str, state: str, prefix: str | None = None) -> Generated:
         return self.submit_generate(name, state, prefix).result()

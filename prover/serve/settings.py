@@ -29,12 +29,11 @@ class GeneratorServeConfig(GenerateConfig):
     # ...) and how many. None: the state alone, as LeanCopilot's own generator sees it.
     premises: str | None = None
     premises_k: int = 10
-    # States per model call. Beam search decodes num_samples sequences per state, so batches are
-    # smaller than the retrievers'.
-    max_batch_size: int = 8
-    # Requests waiting behind the running batch; past it a request gets 503 and Retry-After.
-    # Bounds the wait: about (max_queued / max_batch_size + 1) batch times. 0: no bound.
-    max_queued: int = 8
+    # The one batching type. States per model call: beam search decodes num_samples sequences per
+    # state, so batches are smaller than the retrievers' (8). Requests waiting behind the running
+    # batch: past max_queued a request gets 503 and Retry-After, which bounds the wait to about
+    # (max_queued / max_batch_size + 1) batch times (0: no bound). A batch is what queued, no wait.
+    batching: BatchingConfig = field(default_factory=lambda: BatchingConfig(8, 0.0, 8))
 
 
 @dataclass
