@@ -32,7 +32,7 @@ from generator.inputs import format_input, normalize_tactic
 from generator.model import TacticGenerator
 from generator.neighbors import mix, vote
 from generator.settings import GeneratorBenchmarkConfig
-from prover.benchmarking.harness import (add_allow_dirty, load_config, machine, mean_interval, parser,
+from prover.benchmarking.harness import (add_allow_dirty, corrections_markdown, load_config, machine, mean_interval, parser,
                                          require_clean_tree, to_plain, write_results)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
@@ -89,6 +89,7 @@ def markdown(result: dict) -> str:
               "(the most frequent training targets) for every state.", "",
               f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}. {result['seconds']} s.", f"Command: `{result['command']}`"]
+    lines += corrections_markdown(result)
     return "\n".join(lines) + "\n"
 
 
