@@ -47,12 +47,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import MISSING, OmegaConf
 
 from generator.settings import GenerateConfig, GeneratorTrainConfig, ModelConfig
 from prover.benchmarking.harness import parser, write_results
 from prover.config import load_yaml
 from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
+from prover.utils.byt5 import ByT5Size
 from prover.utils.logs import setup_logging
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,14 +67,11 @@ CALL_LIMIT_S = 600  # one device call
 
 
 @dataclass
-class SizeSpec:
-    name: str
-    d_model: int
-    d_ff: int
-    num_layers: int
-    num_decoder_layers: int
-    num_heads: int
-    d_kv: int = 64
+class SizeSpec(ByT5Size):
+    """One candidate size of `lease.sizes`: the ByT5Size it extends, its decoder and a name."""
+
+    name: str = MISSING
+    num_decoder_layers: int = MISSING
 
 
 @dataclass

@@ -7,6 +7,7 @@ from prover.config import DataConfig
 
 from retriever.settings import RetrieverConfig
 from prover.training.settings import Recipe, TrainRunConfig
+from prover.utils.byt5 import ByT5Size
 
 
 @dataclass
@@ -48,16 +49,11 @@ class InputConfig:
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(ByT5Size):
     # Local folder or hub id (google/byt5-small, kaiyuy/leandojo-lean4-tacgen-byt5-small);
-    # None: a fresh T5 of the sizes below with the byte-level ByT5 vocabulary.
+    # None: a fresh T5 of the ByT5Size it extends (byt5-small's by default) over bytes.
     init: str | None = None
-    d_model: int = 1472
-    d_ff: int = 3584
-    num_layers: int = 12
     num_decoder_layers: int = 4
-    num_heads: int = 6
-    d_kv: int = 64
     dropout: float = 0.1
 
 

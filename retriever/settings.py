@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
 from prover.training.settings import Recipe, TrainRunConfig
+from prover.utils.byt5 import ByT5Size
 
 
 @dataclass
@@ -133,18 +134,14 @@ class CARConfig(Recipe):
 
 
 @dataclass
-class ReProverConfig(Recipe):
-    """A ByT5-architecture retriever trained as ReProver trains it (or its public checkpoint)."""
+class ReProverConfig(Recipe, ByT5Size):
+    """A ByT5-architecture retriever, of the ByT5Size it extends (byt5-small's encoder by
+    default), trained as ReProver trains it (or its public checkpoint)."""
 
     checkpoint: str | None = None  # local path or hub id, e.g. kaiyuy/leandojo-lean4-retriever-byt5-small
     # Training starts from these weights (ReProver: google/byt5-small); None: random init at the
-    # sizes below. Separate from `checkpoint`, which names the model the retriever serves.
+    # ByT5Size. Separate from `checkpoint`, which names the model the retriever serves.
     init_from: str | None = None
-    d_model: int = 1472
-    d_ff: int = 3584
-    num_layers: int = 12
-    num_heads: int = 6
-    d_kv: int = 64
     # ReProver's retriever: max_seq_len 1024 for states and premises alike (2048 is its generator's).
     max_state_len: int = 1024
     max_premise_len: int = 1024
