@@ -14,7 +14,7 @@ A 503 is the service shedding load (its queue for that model is full): it is cou
 and that client waits the Retry-After it was given before its next request, as a polite client
 does. Reports requests/s, p50/p95/p99 latency of answered requests, 503s, errors (any other
 non-200 or failed request; there must be none) and the server's mean batch size. Writes
-benchmarks/results/serve-<name>.{json,md}; exits 1 if any request failed. A tree with
+benchmarks/results/serve-<tag>.{json,md}; exits 1 if any request failed. A tree with
 uncommitted code or configs is refused unless --allow-dirty (the results name the commit).
 """
 from __future__ import annotations
@@ -59,13 +59,13 @@ def query_states(cfg) -> list[str]:
     """First states of the split's theorems that fit the service's state limit."""
     limit = cfg.serve.limits.max_state_chars
     states = []
-    for t in Dataset(cfg.serve.corpus).theorems(cfg.states_split):
+    for t in Dataset(cfg.serve.retriever.corpus).theorems(cfg.states_split):
         if t.traced_tactics and 0 < len(t.traced_tactics[0].state_before) <= limit:
             states.append(t.traced_tactics[0].state_before)
         if len(states) == cfg.n_states:
             break
     if not states:
-        raise ValueError(f"no query states in {cfg.serve.corpus} {cfg.states_split}")
+        raise ValueError(f"no query states in {cfg.serve.retriever.corpus} {cfg.states_split}")
     return states
 
 
@@ -169,7 +169,8 @@ def requests_of(mode: str, cfg, states: list[str]):
         return lambda: ("/generate", {"name": name, "input": states[next(turn) % len(states)], "prefix": ""})
     retriever = mode[: -len(RERANK_SUFFIX)] if mode.endswith(RERANK_SUFFIX) else mode
     rerank = mode.endswith(RERANK_SUFFIX)
-    return lambda: ("/search", {"state": states[next(turn) % len(states)], "k": cfg.k, "retriever": retriever,
+    k = cfg.serve.retriever.k
+    return lambda: ("/search", {"state": states[next(turn) % len(states)], "k": k, "retriever": retriever,
                                 "rerank": rerank})
 
 
@@ -201,15 +202,26 @@ def measure(server: Server, cfg, mode: str, clients: int, states: list[str]) -> 
     return row
 
 
+def generator_premises(g: dict) -> str:
+    """A generator's premises in words. Since issue 40 `premises` is a retriever choice
+    ({name, k, ...}); files written before have a retriever name and `premises_k` beside it."""
+    p = g.get("premises")
+    if not p:
+        return "none"
+    name, k = (p["name"], p["k"]) if isinstance(p, dict) else (p, g["premises_k"])
+    return f"{name}'s top {k}"
+
+
 def markdown(result: dict) -> str:
     h = result["server"]
     c = result["config"]
+    k = c["serve"]["retriever"]["k"] if "retriever" in c["serve"] else c["k"]  # before issue 40: its own k
     lines = [f"# Premise search service under load: {result['name']}", "",
              f"`prover serve` in its own process on 127.0.0.1, clients in a second process (closed loop: each "
              f"sends its next request when the last is answered; after a 503 it first waits the Retry-After "
              f"it was given), {c['duration_s']:g} s per row after {c['warmup_s']:g} s of warm-up, "
              f"{result['n_states']} query states ({c['states_split']}) in turn. Search rows: POST /search, "
-             f"k={c['k']}. Generate rows: POST /generate in LeanCopilot's JSON. Corpus: {h['n_premises']:,} "
+             f"k={k}. Generate rows: POST /generate in LeanCopilot's JSON. Corpus: {h['n_premises']:,} "
              f"premises. Command: `{result['command']}`", "",
              "| mode | clients | answered | 503 | errors | req/s | p50 ms | p95 ms | p99 ms | server p50 ms "
              "| 503 p50 ms | mean batch |",
@@ -232,8 +244,8 @@ def markdown(result: dict) -> str:
     for name, g in gens.items():
         b = g.get("batching", g)  # nested since issue 40; files written before have the keys flat
         bound = f"at most {b['max_queued']} requests waiting" if b["max_queued"] else "no bound on waiting requests"
-        premises = f"{g['premises']}'s top {g['premises_k']}" if g["premises"] else "none"
-        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, premises {premises}, "
+        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, "
+                      f"premises {generator_premises(g)}, "
                       f"batches of up to {b['max_batch_size']} states, {bound}."]
     lines += ["", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "
                   f"{result['server_peak_rss_mib']} MiB; total wall time {result['wall_s']} s. Machine: "
@@ -258,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     states = query_states(cfg)
     out = Path(cfg.results_dir)
     out.mkdir(parents=True, exist_ok=True)
-    server = Server(cfg, Path(tempfile.gettempdir()) / f"serve-bench-{cfg.name}.log")
+    server = Server(cfg, Path(tempfile.gettempdir()) / f"serve-bench-{cfg.tag}.log")
     try:
         t0 = time.perf_counter()
         health = server.wait_ready(cfg.startup_timeout_s)
@@ -268,14 +280,15 @@ def main(argv: list[str] | None = None) -> int:
         rss = server.peak_rss_mib()
     finally:
         server.stop()
-    result = {"benchmark": "serve", "name": cfg.name, "command": command, "config": to_plain(cfg),
+    # "name": the results' tag, under the key the committed files have.
+    result = {"benchmark": "serve", "name": cfg.tag, "command": command, "config": to_plain(cfg),
               "git_commit": commit, "machine": machine(), "n_states": len(states),
               "server": {k: health.get(k) for k in ("n_premises", "n_files", "retrievers", "rerank", "generators",
                                                     "load_seconds", "corpus", "index", "limits")},
               "startup_s": startup, "server_peak_rss_mib": rss,
               "wall_s": round(time.perf_counter() - t_start, 1), "rows": rows,
               "total_errors": sum(r["errors"] for r in rows), "total_shed": sum(r["shed"] for r in rows)}
-    stem = out / f"serve-{cfg.name}"
+    stem = out / f"serve-{cfg.tag}"
     write_and_print(stem, result, markdown)
     if result["total_errors"]:
         print(f"{result['total_errors']} requests failed", file=sys.stderr)

@@ -57,8 +57,9 @@ def models(tmp_path_factory, run_dir: Path, mini_root: Path) -> Path:
 
 
 def make_cfg(run_dir: Path, corpus: Path, models: Path, *overrides: str):
-    return load_config(ServeConfig, None, [f"index={run_dir}", f"corpus={corpus}", f"models={models}",
-                                           "retrievers=[cfr,bm25,hybrid]", "device=cpu", *overrides])
+    return load_config(ServeConfig, None, [f"retriever.run_dir={run_dir}", f"retriever.corpus={corpus}",
+                                           f"retriever.models={models}", "retrievers=[cfr,bm25,hybrid]",
+                                           "retriever.device=cpu", *overrides])
 
 
 @pytest.fixture(scope="module")
@@ -388,9 +389,9 @@ def test_missing_index_is_refused_with_the_command_to_build_it(tmp_path, run_dir
     with pytest.raises(UserInputError, match="prover retriever index"):
         load(make_cfg(bare, mini_root, models))
     with pytest.raises(ValueError, match="need trained models: pass --index"):
-        load(load_config(ServeConfig, None, [f"corpus={mini_root}"]))
+        load(load_config(ServeConfig, None, [f"retriever.corpus={mini_root}"]))
     with pytest.raises(ValueError, match="cannot serve retriever 'cfr\\+car'"):
-        load(make_cfg(run_dir, mini_root, models, "retrievers=[cfr+car]", "default_retriever=cfr+car"))
+        load(make_cfg(run_dir, mini_root, models, "retrievers=[cfr+car]", "retriever.name=cfr+car"))
 
 
 def test_index_may_name_the_cfr_index_folder(run_dir, mini_root, models):
@@ -404,7 +405,8 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
     assert args.func.__name__ == "_cmd_serve"
     monkeypatch.setenv("PROVER_SERVE_TOKEN", "from-env")
     cfg = serve_config(args.config, args.index, args.corpus, args.host, args.port, args.retrievers, args.overrides)
-    assert (cfg.index, cfg.corpus, cfg.port, cfg.host) == ("/runs/r", "/data/mini", 9001, "127.0.0.1")
+    assert (cfg.retriever.run_dir, cfg.retriever.corpus, cfg.port, cfg.host) == ("/runs/r", "/data/mini", 9001,
+                                                                                 "127.0.0.1")
     assert list(cfg.retrievers) == ["cfr", "bm25"] and cfg.limits.max_k == 50
     assert cfg.admin_token == "from-env"
     assert list(cfg.generators) == []

@@ -44,8 +44,9 @@ def _browser() -> tuple[str, str]:
 def service(tmp_path_factory, mini_root: Path, one_thread):
     run_dir = standin_run(tmp_path_factory, mini_root)
     models = models_yaml(tmp_path_factory.mktemp("models"), run_dir, mini_root)
-    cfg = load_config(ServeConfig, None, [f"index={run_dir}", f"corpus={mini_root}", f"models={models}",
-                                          "retrievers=[cfr,bm25]", "device=cpu"])
+    cfg = load_config(ServeConfig, None, [f"retriever.run_dir={run_dir}", f"retriever.corpus={mini_root}",
+                                          f"retriever.models={models}", "retrievers=[cfr,bm25]",
+                                          "retriever.device=cpu"])
     svc = SearchService(cfg)
     yield svc
     svc.close()

@@ -119,11 +119,12 @@ def generator_dir(tmp_path_factory) -> Path:
 
 
 def make_cfg(run_dir: Path, corpus: Path, models: Path, generator_dir: Path, **generator):
-    cfg = load_config(ServeConfig, None, [f"index={run_dir}", f"corpus={corpus}", f"models={models}",
-                                          "retrievers=[cfr,bm25]", "device=cpu"])
+    cfg = load_config(ServeConfig, None, [f"retriever.run_dir={run_dir}", f"retriever.corpus={corpus}",
+                                          f"retriever.models={models}", "retrievers=[cfr,bm25]",
+                                          "retriever.device=cpu"])
     gens = [{"name": "tiny-tacgen", "model": str(generator_dir), "num_samples": 4, **generator},
-            {"name": "tiny-tacgen+cfr", "model": str(generator_dir), "num_samples": 4, "premises": "cfr",
-             "premises_k": 3}]
+            {"name": "tiny-tacgen+cfr", "model": str(generator_dir), "num_samples": 4,
+             "premises": {"name": "cfr", "k": 3}}]
     return OmegaConf.merge(cfg, {"generators": gens})
 
 
@@ -197,7 +198,7 @@ def test_generate_with_a_prefix(client, generator):
 
 
 def test_generator_with_retrieved_premises(client, generator, reference):
-    """`premises: cfr` puts CFR's top premises before the state, as proof search does."""
+    """`premises: {name: cfr, k: 3}` puts CFR's top 3 premises before the state, as proof search does."""
     got = generate_as_leancopilot(client, "tiny-tacgen+cfr", STATE)
     premises = [h.premise for h in reference["cfr"].retrieve([STATE], 3, [None])[0]]
     text, kept = format_input(STATE, premises, generator.input_cfg.max_bytes)

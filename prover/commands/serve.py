@@ -5,10 +5,11 @@
     prover serve --config configs/serve/tiny.yaml --generator tiny=runs/generator-tiny/generator/model
 
 `--index` is a retriever run folder (or its cfr/index folder) and `--corpus` the dataset folder
-its index was built from; `--generator [NAME=]MODEL` adds a tactic generator for LeanCopilot
-(`generators` in the config); flags and `key=value` overrides go over `--config`
-(configs/serve/*.yaml, schema `prover.serve.settings.ServeConfig`). The admin token is read
-from PROVER_SERVE_TOKEN when the config sets none.
+its index was built from (the config's `retriever.run_dir` and `retriever.corpus`);
+`--generator [NAME=]MODEL` adds a tactic generator for LeanCopilot (`generators` in the config);
+flags and `key=value` overrides go over `--config` (configs/serve/*.yaml, schema
+`prover.serve.settings.ServeConfig`). The admin token is read from PROVER_SERVE_TOKEN when the
+config sets none.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from prover.config import load_config
 from prover.data.errors import UserInputError
 from prover.serve.settings import ServeConfig
@@ -25,18 +28,19 @@ from prover.serve.settings import ServeConfig
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "PROVER_SERVE_TOKEN"
+# The path flags, and the keys of the served retriever choice they set.
+PATH_FLAGS = {"index": "retriever.run_dir", "corpus": "retriever.corpus"}
 
 
 def serve_config(config: str | None, index: str | None, corpus: str | None, host: str | None,
                  port: int | None, retrievers: str | None, overrides: list[str],
                  generators: list[str] | None = None):
-    flags = [f"{k}={v}" for k, v in (("index", index), ("corpus", corpus), ("host", host),
-                                     ("port", port)) if v is not None]
+    flags = [f"{k}={v}" for k, v in ((PATH_FLAGS["index"], index), (PATH_FLAGS["corpus"], corpus),
+                                     ("host", host), ("port", port)) if v is not None]
     if retrievers:
         flags.append(f"retrievers=[{','.join(r.strip() for r in retrievers.split(',') if r.strip())}]")
     cfg = load_config(ServeConfig, config, flags + list(overrides))
     if generators:  # after the overrides: a flag adds to the config's list, as the other flags win
-        from omegaconf import OmegaConf
         added = [generator_flag(g) for g in generators]
         cfg = OmegaConf.merge(cfg, {"generators": [*OmegaConf.to_container(cfg.generators), *added]})
     if not cfg.admin_token and os.environ.get(TOKEN_ENV):
@@ -61,7 +65,7 @@ def check_paths(cfg: Any) -> None:
                 "corpus": "the LeanDojo dataset folder the index was built from"}
     missing = []
     for key, what in expected.items():  # the index first: it is the primary argument
-        path = getattr(cfg, key)
+        path = OmegaConf.select(cfg, PATH_FLAGS[key])
         if path and not Path(path).exists():
             missing.append(f"--{key} {path} does not exist (expected {what})")
     if missing:

@@ -42,7 +42,7 @@ QUEUED = {**ERRORS, 503: {"model": ErrorResponse, "description": "Too many reque
 def render_page(cfg) -> str:
     """page.html with the example state and the limits filled in (escaped for HTML)."""
     values = {"__EXAMPLE_STATE__": cfg.example_state, "__MAX_STATE_CHARS__": cfg.limits.max_state_chars,
-              "__DEFAULT_K__": cfg.limits.default_k, "__MAX_K__": cfg.limits.max_k}
+              "__DEFAULT_K__": cfg.retriever.k, "__MAX_K__": cfg.limits.max_k}
     text = PAGE.read_text(encoding="utf-8")
     for key, value in values.items():
         text = text.replace(key, html.escape(str(value)))

@@ -94,8 +94,8 @@ def load_generators(cfgs: Sequence[Any], device: str) -> dict[str, ServedGenerat
         if cfg.method not in METHODS:
             raise UserInputError(f"{where}.method must be beam or sampling, not {cfg.method!r}")
         if (cfg.num_samples or 0) < 1 or cfg.batching.max_batch_size < 1 or cfg.batching.max_queued < 0 \
-                or cfg.premises_k < 1:
-            raise UserInputError(f"{where}: num_samples, batching.max_batch_size and premises_k must be "
+                or (cfg.premises is not None and cfg.premises.k < 1):
+            raise UserInputError(f"{where}: num_samples, batching.max_batch_size and premises.k must be "
                                  f"positive, batching.max_queued >= 0")
         model = TacticGenerator.load(cfg.model, device=pick_device(device), generate=cfg)
         model.model.eval()

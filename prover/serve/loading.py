@@ -1,8 +1,9 @@
 """From a corpus folder and a retriever run folder to the named retrievers the service answers with.
 
-`--index PATH` names a retriever run folder, the `run_dir` of `configs/retriever/*.yaml`
-(`cfr/model`, `cfr/index` from `prover retriever index`, `car/model`), or the `cfr/index`
-folder inside one. Retrievers are built through the registry, so the service ranks exactly as
+`retriever.run_dir` (`--index PATH`) names a retriever run folder, the `run_dir` of
+`configs/retriever/*.yaml` (`cfr/model`, `cfr/index` from `prover retriever index`, `car/model`),
+or the `cfr/index` folder inside one. Retrievers are built through the registry from the
+config's `retriever` (the one retriever-choice type), so the service ranks exactly as
 `prover retriever eval` does; what the registry would load twice is shared instead (hybrid
 reuses the served bm25 and cfr; one CAR re-ranks every first stage).
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset
@@ -63,9 +66,13 @@ def load_corpus(corpus_dir: str | Path) -> Corpus:
     return Dataset(corpus_dir, source="--corpus").corpus()
 
 
-def _registry_cfg(cfg: Any, run_dir: Path | None) -> RetrieverConfig:
-    """The retriever choice the registry builds every served retriever from."""
-    return RetrieverConfig(models=cfg.models, run_dir=str(run_dir) if run_dir else None, device=cfg.device)
+def served_choice(cfg: Any, run_dir: Path | None, corpus_dir: str | Path) -> RetrieverConfig:
+    """The config's `retriever`, as the registry reads it, with the run folder and corpus this
+    load uses (a reload may name others): the one choice every served retriever is built from."""
+    choice = cfg.retriever
+    if OmegaConf.is_config(choice):  # the registry takes the dataclass, not a DictConfig
+        choice = OmegaConf.to_object(choice)
+    return replace(choice, run_dir=str(run_dir) if run_dir else None, corpus=str(corpus_dir))
 
 
 def _check_trained(registry_cfg: RetrieverConfig, names: list[str], require_index: bool) -> None:
@@ -128,9 +135,10 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
 
 
 def load(cfg: Any, index: str | None = None, corpus: str | None = None, generation: int = 0) -> Loaded:
-    """Read the corpus and build every served retriever; `index`/`corpus` default to the config's."""
-    index = index if index is not None else cfg.index
-    corpus_dir = corpus if corpus is not None else cfg.corpus
+    """Read the corpus and build every served retriever; `index`/`corpus` default to the config's
+    (retriever.run_dir, retriever.corpus)."""
+    index = index if index is not None else cfg.retriever.run_dir
+    corpus_dir = corpus if corpus is not None else cfg.retriever.corpus
     if not corpus_dir:
         raise ValueError("no corpus: pass --corpus <LeanDojo dataset folder> (the one the index was built from)")
     t0 = time.perf_counter()
@@ -138,14 +146,15 @@ def load(cfg: Any, index: str | None = None, corpus: str | None = None, generati
     names = list(cfg.retrievers)
     if not names:
         raise ValueError("no retrievers to serve: set retrievers (e.g. --retrievers cfr,bm25)")
-    if cfg.default_retriever and cfg.default_retriever not in names:
-        raise ValueError(f"default_retriever {cfg.default_retriever!r} is not among the served "
+    default = cfg.retriever.name
+    if default and default not in names:
+        raise ValueError(f"retriever.name {default!r} (the default retriever) is not among the served "
                          f"retrievers {names}")
-    registry_cfg = _registry_cfg(cfg, run_dir)
+    registry_cfg = served_choice(cfg, run_dir, corpus_dir)
     _check_trained(registry_cfg, names, cfg.require_index)
     c = load_corpus(corpus_dir)
     first = build_first_stages(names, c, registry_cfg)
-    rerankers = build_rerankers(first, run_dir, registry_cfg, cfg.device) if cfg.rerank else {}
+    rerankers = build_rerankers(first, run_dir, registry_cfg, registry_cfg.device) if cfg.rerank else {}
     seconds = time.perf_counter() - t0
     log.info("serving %s over %d premises of %s (index %s), loaded in %.1f s",
              ", ".join(names) + (" (+car)" if rerankers else ""), len(c), corpus_dir, run_dir, seconds)

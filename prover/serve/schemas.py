@@ -17,7 +17,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     state: str = Field(description="A proof state (hypotheses, then `⊢ goal`) or a partial statement")
-    k: int | None = Field(None, description="How many premises (1..limits.max_k; default limits.default_k)")
+    k: int | None = Field(None, description="How many premises (1..limits.max_k; default retriever.k)")
     rerank: bool = Field(False, description="Re-rank the first stage's top k1 with CAR")
     retriever: str | None = Field(None, description="First stage (default: the service's default); "
                                                     "`cfr+car` is `cfr` with rerank")

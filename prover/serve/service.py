@@ -55,16 +55,19 @@ class SearchService:
             import torch
             torch.set_num_threads(int(cfg.threads))
         # Generators first: a wrong model folder is told before seconds of corpus loading.
-        self.generators = generators if generators is not None else load_generators(cfg.generators, cfg.device)
+        self.generators = (generators if generators is not None
+                           else load_generators(cfg.generators, cfg.retriever.device))
         self._loaded = loaded if loaded is not None else load(cfg)
-        self.default_retriever = cfg.default_retriever or list(cfg.retrievers)[0]
+        # retriever.name unset (empty): the first served retriever (loading checks a set one).
+        self.default_retriever = cfg.retriever.name or list(cfg.retrievers)[0]
+        self.default_k = cfg.retriever.k
         for g in self.generators.values():
-            if g.cfg.premises:  # a typo here should stop the start, not fail every request
+            if g.cfg.premises is not None:  # a typo here should stop the start, not fail every request
                 try:
-                    self._resolve(g.cfg.premises, False)
+                    self._resolve(g.cfg.premises.name, False)
                 except BadRequest as e:
                     raise UserInputError(f"generator {g.name!r} takes premises from "
-                                         f"{g.cfg.premises!r}: {e.message}") from None
+                                         f"{g.cfg.premises.name!r}: {e.message}") from None
         self._reload_lock = threading.Lock()
         self._stats_lock = threading.Lock()
         self._counts = {"searches": 0, "generations": 0, "encodings": 0, "rejected": 0, "shed": 0,
@@ -115,7 +118,7 @@ class SearchService:
     def _check(self, state: str, k: int | None) -> int:
         limits = self.cfg.limits
         self._check_text(state, "state")
-        k = limits.default_k if k is None else k
+        k = self.default_k if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.max_k:
             raise BadRequest(f"k must be an integer from 1 to {limits.max_k}, not {k!r}", "k")
         return k
@@ -235,9 +238,9 @@ class SearchService:
         generator = self.generators[key[1]]
         states = [s for s, _, _ in items]
         premises: list[list[Premise]] = [[] for _ in items]
-        if generator.cfg.premises:
-            name, rerank = self._resolve(generator.cfg.premises, False)
-            ranked = self._loaded.get(name, rerank).retrieve(states, generator.cfg.premises_k,
+        if generator.cfg.premises is not None:
+            name, rerank = self._resolve(generator.cfg.premises.name, False)
+            ranked = self._loaded.get(name, rerank).retrieve(states, generator.cfg.premises.k,
                                                              [None] * len(states))
             premises = [[h.premise for h in hits] for hits in ranked]
         rows = generator.generate(states, [p for _, p, _ in items], premises)
@@ -311,7 +314,7 @@ class SearchService:
                 "default_retriever": self.default_retriever, "rerank": bool(loaded.rerankers),
                 "generators": self.generator_names(), "encoders": self.encoder_names(),
                 "limits": {"max_state_chars": limits.max_state_chars, "max_k": limits.max_k,
-                           "default_k": limits.default_k},
+                           "default_k": self.default_k},
                 "admin": bool(self.cfg.admin_token), "uptime_s": round(time.time() - self.started_at, 1),
                 "counts": counts, "batching": self._batcher.stats()}
 

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 
 from generator.settings import GenerateConfig
 from prover.utils.batching import BatchingConfig
+from retriever.settings import RetrieverConfig
 
 
 @dataclass
 class LimitsConfig:
     max_state_chars: int = 20_000
-    max_k: int = 100
-    default_k: int = 10
+    max_k: int = 100  # (the default k is retriever.k)
     # Checked on Content-Length before the body is read, so a huge upload is refused cheaply;
     # the state limit is checked on the parsed text.
     max_body_bytes: int = 1_000_000
@@ -25,10 +25,10 @@ class GeneratorServeConfig(GenerateConfig):
 
     name: str = "generator"  # what LeanCopilot's ExternalGenerator sends as `name`
     model: str | None = None  # a trained generator folder (<run_dir>/generator/model) or a hub id
-    # Premises put before the state, as proof search does: a served retriever (`cfr`, `cfr+car`,
-    # ...) and how many. None: the state alone, as LeanCopilot's own generator sees it.
-    premises: str | None = None
-    premises_k: int = 10
+    # Premises put before the state, as proof search does: `name` a served retriever (`cfr`,
+    # `cfr+car`, ...), `k` how many. Only these two are read: the served retrievers are built
+    # from the service's `retriever`. None: the state alone, as LeanCopilot's own generator sees it.
+    premises: RetrieverConfig | None = None
     # The one batching type. States per model call: beam search decodes num_samples sequences per
     # state, so batches are smaller than the retrievers' (8). Requests waiting behind the running
     # batch: past max_queued a request gets 503 and Retry-After, which bounds the wait to about
@@ -45,24 +45,30 @@ class RayServeConfig:
     max_ongoing_requests: int = 128  # per replica; the batcher queues what it cannot run yet
 
 
+def _served_retriever() -> RetrieverConfig:
+    # No name: the default is the first of `retrievers` (so `--retrievers bm25` alone works).
+    return RetrieverConfig(name="")
+
+
 @dataclass
 class ServeConfig:
-    # A retriever run folder (`run_dir` of configs/retriever/*.yaml: cfr/model, cfr/index,
-    # car/model), or its cfr/index folder. Only trained retrievers need it.
-    index: str | None = None
-    # The LeanDojo dataset folder (corpus.jsonl[.gz]) the index was built from.
-    corpus: str | None = None
-    # The retriever training YAML the models came from (its car.k1/k2 and lengths); optional.
-    models: str | None = None
+    # What every served retriever is built from (the registry's retriever choice):
+    # - run_dir: a retriever run folder (`run_dir` of configs/retriever/*.yaml: cfr/model,
+    #   cfr/index, car/model), or its cfr/index folder (`--index`). Only trained retrievers need it.
+    # - corpus: the LeanDojo dataset folder (corpus.jsonl[.gz]) the index was built from (`--corpus`).
+    # - models: the retriever training YAML the models came from (its car.k1/k2, lengths); optional.
+    # - device: where the models run.
+    # - name: the retriever a request without one gets; it must be one of `retrievers`. Empty
+    #   (the default): the first of `retrievers`.
+    # - k: the premises a request without a k gets (at most limits.max_k).
+    retriever: RetrieverConfig = field(default_factory=_served_retriever)
     # First-stage retrievers served (registry names); `rerank: true` in a request puts CAR on top.
     retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
-    default_retriever: str | None = None  # None: the first of `retrievers`
-    rerank: bool = True  # load <index>/car/model so requests may ask for re-ranking
+    rerank: bool = True  # load <retriever.run_dir>/car/model so requests may ask for re-ranking
     # Tactic generators for LeanCopilot's POST /generate (none: /generate answers 404). The
     # served dense retrievers (cfr, cfr-conventional, reprover) answer POST /encode by name.
     generators: list[GeneratorServeConfig] = field(default_factory=list)
     require_index: bool = True  # refuse to start if cfr/index is missing instead of encoding the corpus
-    device: str = "auto"
     threads: int | None = None  # torch intra-op threads (None: torch's default)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -81,16 +87,16 @@ class ServeConfig:
 @dataclass
 class ServeBenchmarkConfig:
     serve: ServeConfig = field(default_factory=ServeConfig)
-    # Each mode is a retriever name (POST /search), `+car` meaning the same first stage with
-    # rerank: true, or `generate:<name>` (POST /generate to that served generator).
+    # Each mode is a retriever name (POST /search for serve.retriever.k premises), `+car` meaning
+    # the same first stage with rerank: true, or `generate:<name>` (POST /generate to that
+    # served generator).
     modes: list[str] = field(default_factory=lambda: ["cfr", "cfr+car"])
     concurrency: list[int] = field(default_factory=lambda: [1, 8, 64])
     duration_s: float = 20.0  # measured time per (mode, concurrency)
     warmup_s: float = 2.0  # requests sent first and not counted
-    k: int = 10
-    states_split: str = "random/test"  # query states: first states of this split of serve.corpus
+    states_split: str = "random/test"  # query states: first states of this split of serve.retriever.corpus
     n_states: int = 200
     request_timeout_s: float = 120.0
     startup_timeout_s: float = 600.0
     results_dir: str = "benchmarks/results"
-    name: str = "tiny"  # results go to <results_dir>/serve-<name>.{json,md}
+    tag: str = "tiny"  # results go to <results_dir>/serve-<tag>.{json,md}
