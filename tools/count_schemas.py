@@ -3,7 +3,7 @@
     python tools/count_schemas.py
 
 Prints one line a count (with the classes or places behind it) and exits 1 when any target
-is missed. A settings class (named *Config, *Settings, *Spec or *Recipe) is counted for a
+is missed. A settings class (named *Config, *Settings, *Spec, *Recipe or *Size) is counted for a
 concept by the fields it declares that no base class of it declares (one that nests another,
 or inherits its fields and gives them defaults of its own, is not a new shape):
 
@@ -11,7 +11,8 @@ or inherits its fields and gives them defaults of its own, is not a new shape):
 - retriever choice: `models` (the trained retrievers' config), or a k of premises (k,
   premises_k) beside the retriever's name (name, premises, or a `retriever: str`);
 - generation: two or more of num_samples, num_beams, method, temperature;
-- batching: max_batch_size or max_wait_ms.
+- batching: max_batch_size or max_wait_ms;
+- ByT5 size: two or more of d_model, d_ff, d_kv.
 
 Config wrappers are dict literals with a `retriever` or `data` key built into a config
 (`OmegaConf.create({...})`) outside tests. Training imports and subpackage loops are found as
@@ -31,9 +32,10 @@ CONCEPTS: dict[str, tuple[set[str], int]] = {  # concept -> (fields that say it,
     "recipe": ({"lr", "weight_decay", "warmup_steps", "grad_accum", "grad_clip"}, 2),
     "generation": ({"num_samples", "num_beams", "method", "temperature"}, 2),
     "batching": ({"max_batch_size", "max_wait_ms"}, 1),
+    "ByT5 size": ({"d_model", "d_ff", "d_kv"}, 2),  # the generator's, ReProver's and the sizing's
 }
 WRAPPER_KEYS = {"retriever", "data"}
-SUFFIXES = ("Config", "Settings", "Spec", "Recipe")
+SUFFIXES = ("Config", "Settings", "Spec", "Recipe", "Size")
 
 
 def fields(cls: ast.ClassDef) -> dict[str, str]:
