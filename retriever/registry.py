@@ -69,6 +69,11 @@ def _bm25_plain(corpus: Corpus, s: Scope) -> Retriever:
     return BM25Retriever(corpus, replace(s.settings.bm25, tokenizer="plain", fields=["name", "code"]))
 
 
+def _structure(corpus: Corpus, s: Scope) -> Retriever:
+    from retriever.structure.retriever import StructureRetriever
+    return StructureRetriever(corpus, s.settings.bm25)
+
+
 def _locality(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.priors import LocalityRetriever
     return LocalityRetriever(corpus)
@@ -437,6 +442,8 @@ def _hybrid(corpus: Corpus, s: Scope) -> Retriever:
 REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "bm25": _bm25,
     "bm25-plain": _bm25_plain,
+    # Operator-tree paths and shapes, BM25-weighted (issue 50, retriever/structure/).
+    "structure": _structure,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
     "cfr+car": _cfr_car("cfr", None),

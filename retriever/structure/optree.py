@@ -12,9 +12,9 @@ whose children are the span's tokens as leaves, and `Tree.fallbacks` counts such
 share of trees with a fallback can be reported (benchmarks/structure_retrieval.py).
 
 Nodes are labelled by what a matching query would share with a premise: an application by its
-head constant (`Finset.card s` and `s.card` both give `card(s)`: constants keep their last
-dotted component), notation by its symbol, a binder by its quantifier. Types in ascriptions
-`(n : ℝ)` are dropped, as the pretty-printer drops or adds them freely.
+head (`Finset.card s`; a projection `(f x).comp` by `.comp`), notation by its symbol, a binder
+by its quantifier. Types in ascriptions `(n : ℝ)` are dropped, as the pretty-printer drops or
+adds them freely. features.py abstracts variables and shortens names.
 """
 from __future__ import annotations
 
@@ -178,11 +178,6 @@ def _leaf(t: Token) -> Node:
     return Node(t.text, (), {"num": "num", "str": "lit"}.get(t.kind, "id"))
 
 
-def _name(label: str) -> str:
-    """A constant's last dotted component (`Finset.card` -> `card`), as states print it opened."""
-    return label.rsplit(".", 1)[-1] if "." in label and not label[0].isdigit() else label
-
-
 class _Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.t = tokens
@@ -237,7 +232,7 @@ class _Parser:
                 continue
             if tok.kind == "proj":
                 self.i += 1
-                left = Node(_name(tok.text), (left,), "app")
+                left = Node(tok.text, (left,), "app")  # `.comp`: features.py reads the field
                 continue
             if tok.kind == "sym":
                 post = table().get((tok.text, "postfix"))
@@ -271,8 +266,12 @@ class _Parser:
                 args = []
                 while (a := self.peek()) is not None and a.text not in stop and self.starts_arg(a, stop):
                     args.append(self.expr(MAX, stop) if a.text not in _LAMBDAS else self.leading(stop))
-                left = (Node(_name(left.label), tuple(args), "app") if left.kind == "id"
-                        else Node("@", (left, *args), "app"))
+                if left.kind == "id":
+                    left = Node(left.label, tuple(args), "app")
+                elif left.kind == "app" and left.label != "@":  # `(map f) p` is `map f p`
+                    left = Node(left.label, left.children + tuple(args), "app")
+                else:
+                    left = Node("@", (left, *args), "app")
                 continue
             break
         return left
@@ -539,7 +538,7 @@ def statement_trees(args: tuple[str, ...] | list[str], goal: str) -> Statement:
         inner = m.group(1) if m else arg
         head, colon, typ = inner.split(" := ", 1)[0].partition(" : ")  # drop a default value
         if not colon and arg.strip().startswith("["):
-            typ = inner  # `[Group G]`: an anonymous instance
+            typ, head = inner, ""  # `[Group G]`: an anonymous instance
         elif not colon:
             names.update(inner.split())
             continue

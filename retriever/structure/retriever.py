@@ -1,0 +1,61 @@
+"""`structure`: premises ranked by the operator-tree terms they share with a state, BM25-weighted.
+
+Nothing is learned. Each premise's statement (binder types and conclusion) and each state's
+hypotheses and goals are read into operator trees (optree.py); their terms (features.py:
+leaf-to-root paths, subtree shapes, labels, variables abstracted) are weighted as BM25 weights
+words, through the same `bm25s` index and posting scorer as the `bm25` baseline.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from prover.data.corpus import Corpus
+from retriever.base import ScoringRetriever
+from retriever.baselines.bm25 import BM25Config, PostingScorer
+from retriever.structure.features import statement_terms
+from retriever.structure.optree import Statement, state_trees, statement_trees
+
+log = logging.getLogger(__name__)
+
+
+class StructureRetriever(ScoringRetriever):
+    name = "structure"
+
+    def __init__(self, corpus: Corpus, cfg: BM25Config | None = None) -> None:
+        super().__init__(corpus)
+        self.cfg = cfg or BM25Config()
+        self.fallback_trees = 0
+        self.trees = 0
+        docs = [self._terms(statement_trees(p.args, p.goal)) for p in corpus.premises]
+        import bm25s  # here: it pulls in scipy, and configs import the registry
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
+        self.bm25 = bm25s.BM25(k1=self.cfg.k1, b=self.cfg.b, method=self.cfg.method)
+        # a premise with no tree terms (an empty statement) still needs one token to index
+        self.bm25.index([d or ["∅doc"] for d in docs], show_progress=False)
+        self.scorer = PostingScorer(self.bm25)
+        log.info("structure: indexed %d premises, %.2f%% of their trees with a fallback span",
+                 len(docs), 100 * self.fallback_share)
+
+    @property
+    def fallback_share(self) -> float:
+        """The share of the premise trees read so far with a span the parser read as leaves."""
+        return self.fallback_trees / max(self.trees, 1)
+
+    def _terms(self, s: Statement) -> list[str]:
+        self.trees += len(s.trees)
+        self.fallback_trees += sum(t.fallbacks > 0 for t in s.trees)
+        return statement_terms(s)
+
+    def score(self, states: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(states), len(self.corpus)), dtype=np.float32)
+        vocab = self.bm25.vocab_dict
+        for i, state in enumerate(states):
+            terms = statement_terms(state_trees(state[: self.cfg.max_query_chars]))
+            known = [t for t in terms if t in vocab]
+            if known:
+                out[i] = self.scorer(known)
+        return out
