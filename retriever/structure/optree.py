@@ -36,6 +36,7 @@ _PROJ = re.compile(rf"\.(?:{_ATOM}|\d+)(?:\.(?:{_ATOM}|\d+))*")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SPACE = re.compile(r"\s+")
+_UNIVERSES = re.compile(r"\.\{[^{}]*\}")
 _OPENERS = {"(": ")", "[": "]", "![": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "⌊": "⌋", "⌈": "⌉"}
 _CLOSERS = {"⌋₊", "⌉₊"} | set(_OPENERS.values())
 _PUNCT = (":=", "=>", "//", "..", "‖₊", ",", ":", "|", "‖", "↦", ";", "⊢", "·", "@")
@@ -105,6 +106,9 @@ def tokenize(text: str) -> list[Token]:
         m = _SPACE.match(text, i)
         if m:
             i = m.end()
+            continue
+        if out and out[-1].kind == "id" and (m := _UNIVERSES.match(text, i)):
+            i = m.end()  # `Category.{v, u}`: universe levels are not part of the shape
             continue
         tok = _read_token(text, i, out[-1] if out else None, known)
         out.append(Token(tok.kind, tok.text, i == 0 or text[i - 1].isspace()))
