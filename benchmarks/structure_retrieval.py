@@ -1,0 +1,226 @@
+"""Structure retrieval (issue 50): the `structure` retriever alone, BM25, and the fusion with and
+without it as a member, on real states.
+
+    python benchmarks/structure_retrieval.py --split leandojo-real/select   # choose
+    python benchmarks/structure_retrieval.py --split leandojo-real/report   # report, once
+
+Each fusion is fitted on random/val, as `prover retriever train-fusion` fits the shipped one,
+and scored on `--split`: R@1, R@10 and MRR with 95% bootstrap intervals that resample
+theorems, and the paired difference of the fusion with `structure` to the one without. On
+select the rule for close calls (`choose_within_noise`) says whether `structure` joins the
+members; report only scores. The fusion's members are the config's `fusion.members`; a member
+whose model is not trained in the run (`cfr-conventional` without `prover retriever train-cfr`)
+is left out of both fusions, and the results file says so. Also measured: the parser's
+fallback share over the split's states and the corpus's premises, and the p50 latency at batch
+1 of `structure` and of `bm25` (fusion members run one after another, so a member adds its
+own). Member rankings are cached under <run_dir>/structure-retrieval/. Writes
+benchmarks/results/structure-retrieval-<dataset>-<split>.{json,md}.
+"""
+from __future__ import annotations
+
+import logging
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
+                                         load_config, machine, mean_interval, paired_intervals, parser,
+                                         require_clean_tree, to_plain, write_results)
+from prover.utils.logs import setup_logging
+from retriever.settings import RetrieverTrainConfig
+
+log = logging.getLogger("structure_retrieval")
+FIT = "random/val"
+STRUCTURE = "structure"
+# Members that give the same ranking whatever split is evaluated: built once for all splits.
+SPLIT_FREE = {"bm25", "structure", "locality"}
+
+
+def _queries(ds, split: str):
+    from prover.data.pairs import premise_queries
+    return premise_queries(ds.theorems(split), ds.corpus(), ds.skips)[0]
+
+
+def _rank(retriever, queries, depth: int) -> list[list[int]]:
+    from retriever.base import TheoremContext
+    out = []
+    for lo in range(0, len(queries), 64):
+        batch = queries[lo: lo + 64]
+        hits = retriever.retrieve([q.state for q in batch], depth,
+                                  [TheoremContext(q.file_path, q.position) for q in batch])
+        out += [[h.index for h in hs] for hs in hits]
+    return out
+
+
+def rankings(cfg, ds, split: str, members: list[str], built: dict, cache: Path) -> dict:
+    """Per member, per query of `split`, its top `fusion.depth` corpus indices (cached), the gold
+    sets and each query's theorem. `built` holds the split-free members already built."""
+    from retriever.registry import build_members
+    path = cache / f"{split.replace('/', '-')}.pkl"
+    have = pickle.loads(path.read_bytes()) if path.exists() else {"members": {}}
+    missing = [m for m in members if m not in have["members"]]
+    if not missing:
+        return have
+    queries = _queries(ds, split)
+    have["gold"] = [sorted(q.gold) for q in queries]
+    have["theorems"] = [q.theorem for q in queries]
+    member_cfg = cfg.copy()
+    OmegaConf.update(member_cfg, "data.split", split)  # usage and neighbors leave this split out
+    per_split = [m for m in missing if m not in SPLIT_FREE]
+    fresh = dict(zip(per_split, build_members(per_split, ds.corpus(), member_cfg))) if per_split else {}
+    for m in missing:
+        if m in SPLIT_FREE and m not in built:
+            built[m] = build_members([m], ds.corpus(), member_cfg)[0]
+        t0 = time.perf_counter()
+        have["members"][m] = _rank(built.get(m) or fresh[m], queries, cfg.fusion.depth)
+        log.info("%s ranked %s (%d queries) in %.0f s", m, split, len(queries), time.perf_counter() - t0)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(have))
+    return have
+
+
+def per_query(ranked: list, gold: list) -> dict[str, float]:
+    g = set(gold)
+    hits = [i for i, c in enumerate(ranked) if c in g]
+    return {"R@1": len(g & set(ranked[:1])) / len(g), "R@10": len(g & set(ranked[:10])) / len(g),
+            "MRR": 1.0 / (hits[0] + 1) if hits else 0.0}
+
+
+def fusion_rankings(fit: dict, scored: dict, members: list[str], cfg) -> list[list[int]]:
+    from prover.benchmarking.fusion_members import examples
+    from retriever.models.learned_fusion import fit_fusion, order
+    depth = cfg.fusion.depth
+    model = fit_fusion([e[1:3] for e in examples(fit, members, depth)], members, depth, cfg.fusion.l2)
+    return [order(c, model.score(f)).tolist() for c, f, _, _ in examples(scored, members, depth)]
+
+
+def fallback_share(states: list[str]) -> dict:
+    from retriever.structure.optree import state_trees
+    trees = fallbacks = 0
+    for s in states:
+        st = state_trees(s)
+        trees += len(st.trees)
+        fallbacks += sum(t.fallbacks > 0 for t in st.trees)
+    return {"trees": trees, "with_fallback": fallbacks, "share": round(fallbacks / max(trees, 1), 4)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--config", default="configs/retriever/cpu.yaml")
+    p.add_argument("--split", required=True, help="leandojo-real/select (choose) or leandojo-real/report")
+    p.add_argument("--run-dir", default=None, help="the trained run whose models are members (default: the config's)")
+    p.add_argument("--latency-queries", type=int, default=50)
+    p.add_argument("--out", default="benchmarks/results", help="where the results files go")
+    p.add_argument("overrides", nargs="*", help="config overrides, key=value")
+    add_allow_dirty(p)
+    args = p.parse_args(argv)
+    setup_logging()
+    require_clean_tree(args.allow_dirty)
+    cfg = load_config(RetrieverTrainConfig, args.config,
+                      ([f"run_dir={args.run_dir}"] if args.run_dir else []) + list(args.overrides))
+    from prover.data.dataset import Dataset
+    from retriever.evaluation.evaluate import latency
+    from retriever.registry import build_members, missing_training
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    untrained = {m: why for m in cfg.fusion.members if (why := missing_training(m, cfg))}
+    base = [m for m in cfg.fusion.members if m not in untrained]
+    with_structure = base + [STRUCTURE]
+    cache = Path(cfg.run_dir) / "structure-retrieval"
+    t0 = time.perf_counter()
+    built: dict = {STRUCTURE: build_members([STRUCTURE], ds.corpus(), cfg)[0]}
+    structure_build_s = round(time.perf_counter() - t0, 1)
+    data = {s: rankings(cfg, ds, s, with_structure, built, cache) for s in (FIT, args.split)}
+    d = data[args.split]
+    theorems = d["theorems"]
+    ranked = {STRUCTURE: d["members"][STRUCTURE], "bm25": d["members"]["bm25"],
+              "fusion": fusion_rankings(data[FIT], d, base, cfg),
+              "fusion+structure": fusion_rankings(data[FIT], d, with_structure, cfg)}
+    metrics = {name: {m: np.array([per_query(r, g)[m] for r, g in zip(rs, d["gold"])])
+                      for m in ("R@1", "R@10", "MRR")} for name, rs in ranked.items()}
+    rows = []
+    for name, ms in metrics.items():
+        row = {"row": name, "members": "+".join(with_structure if name == "fusion+structure" else base)
+               if name.startswith("fusion") else name}
+        for m, v in ms.items():
+            row[m] = round(float(v.mean()), 4)
+            row[f"{m} 95% CI"] = [round(x, 4) for x in mean_interval(v, clusters=theorems)]
+        rows.append(row)
+    comparisons = []
+    for a, b in (("fusion+structure", "fusion"), (STRUCTURE, "bm25")):
+        for m in ("R@1", "R@10", "MRR"):
+            ci = paired_intervals(metrics[a][m], metrics[b][m], clusters=theorems).diff
+            comparisons.append({"a": a, "b": b, "metric": m, "diff": round(float(metrics[a][m].mean()
+                                                                                - metrics[b][m].mean()), 4),
+                                "ci": [round(ci[0], 4), round(ci[1], 4)]})
+    gain = next(c for c in comparisons if c["a"] == "fusion+structure" and c["metric"] == "R@10")
+    select = args.split.endswith("/select")
+    lat_q = _queries(ds, args.split)
+    lat = {name: latency(built.get(name) or build_members([name], ds.corpus(), cfg)[0], lat_q,
+                         args.latency_queries) for name in (STRUCTURE, "bm25")}
+    result = {"benchmark": "structure-retrieval", "command": command_line(), "config": to_plain(cfg),
+              "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
+              "split": args.split, "fitted_on": FIT, "n_queries": len(d["gold"]),
+              "n_theorems": len(set(theorems)), "members": base,
+              "left_out_untrained": untrained, "rows": rows, "comparisons": comparisons,
+              "parser_fallbacks": {"states": fallback_share([q.state for q in lat_q]),
+                                   "premises": {"share": round(built[STRUCTURE].fallback_share, 4),
+                                                "trees": built[STRUCTURE].trees}},
+              "latency_batch1": lat, "structure_index_seconds": structure_build_s}
+    if select:
+        best = "fusion+structure" if gain["diff"] > 0 else "fusion"
+        kept, why = choose_within_noise("fusion", best, [100 * x for x in gain["ci"]])
+        result["chosen_members"] = "+".join(with_structure if kept == "fusion+structure" else base)
+        result["decision"] = why
+    else:
+        result["chosen_on_select"] = True
+        result["scored_once"] = True
+    write_results(Path(args.out) / f"structure-retrieval-{Path(cfg.data.root).name}-"
+                  f"{args.split.replace('/', '-')}", result, markdown(result))
+    print(markdown(result))
+    return 0
+
+
+def markdown(r: dict) -> str:
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    ci = lambda c: f"[{100 * c[0]:.1f}, {100 * c[1]:.1f}]"  # noqa: E731
+    sci = lambda c: f"[{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]"  # noqa: E731
+    lines = [f"# Structure retrieval: {r['split']} ({r['n_queries']} queries, {r['n_theorems']} theorems)", "",
+             f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
+             + (" (choices are made on this split)." if "decision" in r else " once; the choice was made on "
+                "leandojo-real/select."), "",
+             f"Fusion members: {', '.join(r['members'])}."]
+    if r["left_out_untrained"]:
+        lines.append("Left out of both fusions, untrained in this run: "
+                     + "; ".join(f"`{m}` ({why.split(':')[0]})" for m, why in r["left_out_untrained"].items())
+                     + ". The shipped fusion has them: these fusions are not the shipped one.")
+    lines += ["", "| row | R@1 | R@10 | MRR |", "|---|---|---|---|"]
+    for row in r["rows"]:
+        lines.append(f"| {row['row']} | " + " | ".join(
+            f"{pct(row[m])} {ci(row[f'{m} 95% CI'])}" if m != "MRR" else
+            f"{row[m]:.3f} [{row[f'{m} 95% CI'][0]:.3f}, {row[f'{m} 95% CI'][1]:.3f}]"
+            for m in ("R@1", "R@10", "MRR")) + " |")
+    lines += ["", "Paired differences (95% intervals resampling theorems; points, MRR ×100):", "",
+              "| a − b | R@1 | R@10 | MRR |", "|---|---|---|---|"]
+    for a, b in dict.fromkeys((c["a"], c["b"]) for c in r["comparisons"]):
+        cells = {c["metric"]: c for c in r["comparisons"] if (c["a"], c["b"]) == (a, b)}
+        lines.append(f"| {a} − {b} | " + " | ".join(f"{100 * cells[m]['diff']:+.1f} {sci(cells[m]['ci'])}"
+                                                    for m in ("R@1", "R@10", "MRR")) + " |")
+    if "decision" in r:
+        lines += ["", f"Decision (rule for close calls): {r['decision']}. Members kept: {r['chosen_members']}."]
+    fb = r["parser_fallbacks"]
+    lat = r["latency_batch1"]
+    lines += ["", f"Parser fallbacks: {fb['states']['with_fallback']} of {fb['states']['trees']} state trees "
+              f"({100 * fb['states']['share']:.1f}%), {100 * fb['premises']['share']:.1f}% of "
+              f"{fb['premises']['trees']} premise trees. Latency p50 at batch 1: structure "
+              f"{lat['structure'].get('latency_ms_p50')} ms, bm25 {lat['bm25'].get('latency_ms_p50')} ms "
+              f"({lat['structure'].get('latency_queries')} queries; indexing the corpus took "
+              f"{r['structure_index_seconds']} s)."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
