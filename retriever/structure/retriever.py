@@ -1,7 +1,7 @@
 """`structure`: premises ranked by the operator-tree terms they share with a state, BM25-weighted.
 
 Nothing is learned. Each premise's statement (binder types and conclusion) and each state's
-hypotheses and goals are read into operator trees (optree.py); their terms (features.py:
+goals are read into operator trees (optree.py); their terms (features.py:
 leaf-to-root paths, subtree shapes, labels, variables abstracted) are weighted as BM25 weights
 words, through the same `bm25s` index and posting scorer as the `bm25` baseline.
 """
@@ -54,7 +54,8 @@ class StructureRetriever(ScoringRetriever):
         out = np.zeros((len(states), len(self.corpus)), dtype=np.float32)
         vocab = self.bm25.vocab_dict
         for i, state in enumerate(states):
-            terms = statement_terms(state_trees(state[: self.cfg.max_query_chars]))
+            # the goals alone: a state's hypotheses mostly declare what the goal's terms are
+            terms = statement_terms(state_trees(state[: self.cfg.max_query_chars]), hypotheses=False)
             known = [t for t in terms if t in vocab]
             if known:
                 out[i] = self.scorer(known)
