@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
+from prover.benchmarking.structure_members import fusion_rankings, per_query
 from prover.utils.logs import setup_logging
 from retriever.settings import RetrieverTrainConfig
 
@@ -81,21 +82,6 @@ def rankings(cfg, ds, split: str, members: list[str], built: dict, cache: Path) 
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(have))
     return have
-
-
-def per_query(ranked: list, gold: list) -> dict[str, float]:
-    g = set(gold)
-    hits = [i for i, c in enumerate(ranked) if c in g]
-    return {"R@1": len(g & set(ranked[:1])) / len(g), "R@10": len(g & set(ranked[:10])) / len(g),
-            "MRR": 1.0 / (hits[0] + 1) if hits else 0.0}
-
-
-def fusion_rankings(fit: dict, scored: dict, members: list[str], cfg) -> list[list[int]]:
-    from prover.benchmarking.fusion_members import examples
-    from retriever.models.learned_fusion import fit_fusion, order
-    depth = cfg.fusion.depth
-    model = fit_fusion([e[1:3] for e in examples(fit, members, depth)], members, depth, cfg.fusion.l2)
-    return [order(c, model.score(f)).tolist() for c, f, _, _ in examples(scored, members, depth)]
 
 
 def fallback_share(states: list[str]) -> dict:

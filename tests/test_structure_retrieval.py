@@ -140,3 +140,40 @@ def test_structure_retriever_ranks_the_premise_of_the_same_shape_first(tmp_path)
     assert ranked("x y z : ℕ\n⊢ x + y + z = x + (y + z)")[0] == "add_assoc"
     assert ranked("n : ℕ\n⊢ n * 2 = 2 * n")[0] == "mul_comm"
     assert r.fallback_share == 0.0
+
+
+def test_late_interaction_takes_each_query_node_best_premise_node():
+    import torch
+    from retriever.structure.encoder import late_interaction
+    q = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # one query, two nodes
+    qm = torch.tensor([[True, True]])
+    p = torch.tensor([[[1.0, 0.0], [0.6, 0.8]], [[0.0, 1.0], [0.0, 0.0]]])  # two premises
+    pm = torch.tensor([[True, True], [True, False]])
+    s = late_interaction(q, qm, p, pm)
+    # premise 0: node 1 best for (1,0) -> 1.0, best for (0,1) -> 0.8; premise 1: 0.0 and 1.0
+    assert torch.allclose(s, torch.tensor([[0.9, 0.5]]))
+
+
+def test_node_encoder_learns_to_match_a_state_to_its_premise_shape():
+    import torch
+    from retriever.structure.encoder import NodeEncoder, Vocab, late_interaction, node_contexts, tensors
+    goals = ["a + b = b + a", "a * b = b * a", "a ≤ a", "a - a = 0"]
+    premises = [node_contexts(statement_trees(["(a b : G)"], g), False, 16) for g in goals]
+    states = [node_contexts(state_trees(f"x y : G\n⊢ {g.replace('a', 'x').replace('b', 'y')}"), True, 16)
+              for g in goals]
+    assert premises[0][0] == (["="], ["+", "+"])  # the root: no ancestors, its children
+    vocab = Vocab([lab for c in premises + states for up, kids in c for lab in up + kids], 100)
+    torch.manual_seed(0)
+    model = NodeEncoder(len(vocab), dim=16)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(30):
+        q, qm = model(*tensors(states, vocab, 16))
+        p, pm = model(*tensors(premises, vocab, 16))
+        loss = torch.nn.functional.cross_entropy(late_interaction(q, qm, p, pm) / 0.1, torch.arange(4))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        q, qm = model(*tensors(states, vocab, 16))
+        p, pm = model(*tensors(premises, vocab, 16))
+        assert late_interaction(q, qm, p, pm).argmax(1).tolist() == [0, 1, 2, 3]
