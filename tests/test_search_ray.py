@@ -1,6 +1,6 @@
 """The benchmark on a local Ray cluster: 20 leandojo-sample theorems, ReplayEnv, the tiny
 generator, BM25 and CFR retrievers; resume after an interruption; killed workers. (The same
-benchmark submitted with `ray job submit`: tests/test_search_job.py.)
+benchmark submitted with `ray job submit`: tests/test_ray_jobs.py.)
 
 Corpus: mathlib-src-mini (the sample's Mathlib commit, 9,375 premises) rather than the full
 mathlib-src (181k premises: BM25 and the CFR index over it would dominate the test's time and

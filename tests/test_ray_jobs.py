@@ -1,10 +1,14 @@
-"""The benchmark submitted with `ray job submit` to a `ray start --head` cluster on loopback.
+"""What runs as a `ray job submit` to a `ray start --head` cluster on loopback: the proof-search
+benchmark, and a training stage on two Ray Train workers that a budget stops and a rerun resumes.
 
-The head runs as `ray start --head --block` in a child process of the test: terminating that
-process stops the processes it started, and only those (`ray stop` would stop every Ray on the
-machine, other users' included). Every port is a free one, and the temp dir is private. The
-dashboard (the jobs API) listens on 127.0.0.1 and the job is submitted there; Ray itself turns
-`--node-ip-address=127.0.0.1` into the host's address and binds its gRPC servers as it does.
+One head serves the module's jobs (starting one takes a while). It runs as `ray start --head
+--block` in a child process of the test: terminating that process stops the processes it
+started, and only those (`ray stop` would stop every Ray on the machine, other users' included).
+Every port is a free one, and the temp dir is private. The dashboard (the jobs API) listens on
+127.0.0.1 and the jobs are submitted there; Ray itself turns `--node-ip-address=127.0.0.1` into
+the host's address and binds its gRPC servers as it does. Token authentication is set up here,
+for the head, the jobs client and (inherited from the head) the jobs' drivers: nothing comes
+from ~/.ray, so the tests pass the same on a new machine with an empty HOME.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from tests.conftest import REPO
+from tests.conftest import DATA_ROOT, REPO, require
 from tests.search_doubles import save_untrained_generator
 
 pytest.importorskip("ray")
@@ -51,32 +56,36 @@ def untrained_generator(tmp_path):
     return save_untrained_generator(tmp_path / "gen")
 
 
-@pytest.fixture
-def ray_auth(monkeypatch):
-    """Token auth set up by the test itself, for the head and the jobs client alike: nothing
-    comes from ~/.ray, so the test passes the same on a new machine with an empty HOME."""
-    monkeypatch.setenv("RAY_AUTH_MODE", "token")
-    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
-    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+@pytest.fixture(scope="module")
+def ray_auth() -> dict[str, str]:
+    """The environment of the head and of every `ray job submit`: Ray's token authentication
+    with a token of the module's own, and one OpenMP policy for the jobs' small models."""
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "OMP_WAIT_POLICY": "PASSIVE"}
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    env.pop("RAY_ADDRESS", None)
+    return env
 
 
-@pytest.fixture
-def head_node(tmp_path, ray_auth):
+@pytest.fixture(scope="module")
+def head_node(tmp_path_factory, ray_auth):
+    """The dashboard's address of a head with three CPUs: two Ray Train workers beside a driver."""
+    logs = tmp_path_factory.mktemp("ray-head")
     gcs, dash, client, node_mgr, obj_mgr, agent, agent_grpc, env_agent, metrics = _free_ports(9)
     temp = tempfile.mkdtemp(prefix="rj-", dir="/tmp")  # short: socket paths have a length limit
-    log = open(tmp_path / "ray-start.log", "w")
+    log = open(logs / "ray-start.log", "w")
     proc = subprocess.Popen(
         [_ray_bin(), "start", "--head", "--block", f"--port={gcs}", "--node-ip-address=127.0.0.1",
          "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
          f"--ray-client-server-port={client}", f"--node-manager-port={node_mgr}",
          f"--object-manager-port={obj_mgr}", f"--dashboard-agent-listen-port={agent}",
          f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={env_agent}",
-         f"--metrics-export-port={metrics}", "--num-cpus=2", f"--object-store-memory={128 * 2**20}",
+         f"--metrics-export-port={metrics}", "--num-cpus=3", f"--object-store-memory={128 * 2**20}",
          f"--temp-dir={temp}", "--disable-usage-stats"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+        stdout=log, stderr=subprocess.STDOUT, env=ray_auth)
     address = f"http://127.0.0.1:{dash}"
     try:
-        _wait_for_dashboard(address, proc, tmp_path / "ray-start.log")
+        _wait_for_dashboard(address, proc, logs / "ray-start.log")
         yield address
     finally:
         proc.terminate()  # --block: ray start stops the processes it started
@@ -120,7 +129,7 @@ def _reap(temp: str) -> None:
             pass
 
 
-def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, data_root):
+def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, ray_auth, untrained_generator, data_root):
     import urllib.error
     import urllib.request
     # The head enforces the test's token: a request without it is refused.
@@ -136,8 +145,7 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, d
            "--generator", str(untrained_generator), "--out", str(out),
            "search.max_expansions=1", "search.num_tactics=2"]
     # The head asks for the token (ray_auth); the jobs client sends the same one.
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=ray_auth)
     logs = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 0, logs
     assert "succeeded" in done.stdout, logs
@@ -149,6 +157,38 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, untrained_generator, d
     assert summary["runs"]["replay-bm25"]["theorems"] == 6
     # The job's driver joined the submitted-to cluster instead of starting its own.
     assert "starting a local cluster" not in done.stdout and "joining" in done.stdout
+
+
+def test_a_training_job_writes_a_checkpoint_and_a_rerun_resumes_from_it(tmp_path, head_node, ray_auth):
+    """`prover retriever pretrain` on two Ray Train workers inside a job: stopped by its budget
+    after the first step, then the same command without the budget resumes and finishes."""
+    mini = require(DATA_ROOT / "mathlib-src-mini")
+    run_dir = tmp_path / "run"
+    common = ["python", "-m", "prover.cli", "retriever", "pretrain", "--config",
+              str(REPO / "configs/retriever/tiny.yaml"), f"data.root={mini}", f"run_dir={run_dir}",
+              "device=cpu", "tokenizer.vocab_size=1000", "pretrain.max_steps=6",
+              "pretrain.eval_fraction=0.01", "trainer.workers=2"]
+
+    def submit(*extra: str) -> None:
+        out = subprocess.run([_ray_bin(), "job", "submit", f"--address={head_node}",
+                              "--runtime-env-json", json.dumps({"env_vars": {"PYTHONPATH": str(REPO)}}),
+                              "--", *common, *extra],
+                             env=ray_auth, cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+    submit("pretrain.max_minutes=0.001")  # stopped by its budget after the first step
+    state = torch.load(run_dir / "pretrain/checkpoint/state.pt", weights_only=False)
+    stopped_at = state["progress"]["step"]
+    assert 1 <= stopped_at < 6 and not state["progress"]["done"]
+    submit()  # the same command without the budget: resumes, finishes
+    rows = [json.loads(line) for line in (run_dir / "pretrain/train_log.jsonl").read_text().splitlines()]
+    starts = [r for r in rows if r.get("event") == "start"]
+    assert [(s["step"], s["workers"]) for s in starts] == [(0, 2), (stopped_at, 2)]
+    steps = [r["step"] for r in rows if "loss" in r]
+    assert sorted(steps) == steps and steps[-1] == 6
+    summary = json.loads((run_dir / "pretrain/summary.json").read_text())
+    assert summary["done"] and summary["steps"] == 6 and summary["workers"] == 2
+    assert (run_dir / "pretrain/model/config.json").exists()
 
 
 def test_cli_starts_a_local_cluster_by_default(tmp_path, untrained_generator, data_root, monkeypatch, capsys):
