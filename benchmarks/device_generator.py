@@ -77,7 +77,7 @@ class SizeSpec(ByT5Size):
 @dataclass
 class LeaseConfig(GenerateConfig):
     """The device run's own settings (configs/generator/device.yaml `lease:`), generating as the
-    GenerateConfig it extends says (num_samples: EM@num_samples; num_beams: replay's beam)."""
+    GenerateConfig it extends says (num_tactics and num_beams: the replay search's per expansion)."""
 
     train_seconds: float = 270.0
     min_epochs: float = 1.0
@@ -85,6 +85,7 @@ class LeaseConfig(GenerateConfig):
     probe_steps: int = 8
     eval_splits: list[str] = field(default_factory=lambda: ["leandojo-real/report", "leandojo-real/select"])
     k: int = 10
+    exact_match_at: int = 8  # the n of the EM@n rows (the CPU benchmark's num_tactics)
     eval_batch_size: int = 64
     max_examples: int = 0  # per eval split (0: all), a fixed seeded subset
     replay_split: str | None = "leandojo-real/report"
@@ -487,13 +488,13 @@ def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clo
     from prover.benchmarking.generator_tables import add_intervals, markdown, write_outcomes
     from prover.utils.runinfo import row_provenance
     lease = ctx["lease"]
-    n = lease.num_samples
+    n = lease.exact_match_at
     examples = [EvalExample(r["theorem"], r["file_path"], None, r["state"], r["tactic"], (), int(r["key"].rsplit("#", 1)[1]))
                 for r in rows]
     keys = [r["key"] for r in rows]
     stem = f"generator-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
     result = {"benchmark": "generator", "command": ctx["command"], "dataset": ctx["dataset"], "split": split,
-              "config": {"num_samples": n, "k": lease.k, "conditions": ["none", "gold", ctx["fusion"], "neighbors"],
+              "config": {"num_tactics": n, "k": lease.k, "conditions": ["none", "gold", ctx["fusion"], "neighbors"],
                          "fusion": ctx["fusion"], "lease": OmegaConf.to_container(lease)},
               "git_commit": ctx["commit"], "machine": ctx["machine"], "device_kind": ctx["kind"],
               "model": "trained on the device (not kept)", "model_params": ctx["training"]["params"],
@@ -590,11 +591,11 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
              for i, r in enumerate(lookup["replay"])]
     keys = [t.key for t in tasks]
     names = [ctx["fusion"] if r == "fusion" else r for r in lease.replay_rows]
-    search = SearchConfig(num_tactics=lease.num_tactics, max_expansions=lease.max_expansions,
-                          timeout_s=lease.search_timeout_s)
+    search = SearchConfig(max_expansions=lease.max_expansions, timeout_s=lease.search_timeout_s)
     replay_cfg = ReplayConfig(focus_goals=True)
-    source = BatchedTactics(GeneratorTactics(gen, lease.num_tactics, "beam", batch_size=lease.replay_threads,
-                                             num_beams=lease.num_beams), lease.replay_threads)
+    gen.settings = GenerateConfig(num_tactics=lease.num_tactics, num_beams=lease.num_beams,
+                                  batch_size=lease.replay_threads)
+    source = BatchedTactics(GeneratorTactics(gen), lease.replay_threads)
     records: dict[str, dict[str, dict]] = {n: {} for n in names}
     misses = {n: 0 for n in names}
 
@@ -629,12 +630,11 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
               "git_commit": ctx["commit"], "machine": ctx["machine"], "device_kind": ctx["kind"],
               "config": {"lease": OmegaConf.to_container(lease), "fusion": ctx["fusion"]},
               "dataset": ctx["dataset"], "split": split, "n_theorems_in_split": len(tasks), "n_theorems": len(done),
-              "settings": {"focus_goals": True, "num_tactics": search.num_tactics, "num_beams": lease.num_beams,
+              "settings": {"focus_goals": True, "num_tactics": lease.num_tactics, "num_beams": lease.num_beams,
                            "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
                            "generator": "trained on the device (not kept)", "k": lease.k, "retrievers": names},
               "generator_training": ctx["training"],
-              "ceiling_search": {"num_tactics": search.num_tactics, "max_expansions": search.max_expansions,
-                                 "timeout_s": search.timeout_s},
+              "ceiling_search": {"max_expansions": search.max_expansions, "timeout_s": search.timeout_s},
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},
               "rows": rows, "absent": {}, "comparisons": add_intervals(rows, proved, names[::-1]),
               "per_theorem": [{"theorem": t.name, "key": t.key, CEILING_IN_BUDGET: classify(ceiling[t.key]),

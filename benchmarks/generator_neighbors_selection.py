@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     per: list[tuple[str, dict[str, float], list[tuple[str, float]], list[str]]] = []
     for ex in progress_bar(examples, desc="score candidates", unit="tactic"):
         text = format_input(ex.state, [], ic.max_bytes, ic.premise_text, ic.max_state_bytes)[0]
-        beam = [s.tactic for s in gen.generate([text], num_samples=N, batch_size=1)[0]]
+        beam = [s.tactic for s in gen.generate([text], num_tactics=N, batch_size=1)[0]]
         near = nearest.nearest(ex.state, max(KS))
         own = list(dict.fromkeys(beam + pool))
         every = list(dict.fromkeys(own + [t for t, _ in near]))

@@ -87,9 +87,10 @@ def theorem_record(name: str, file_path: str, tactics: list[dict],
 
 
 def benchmark_script(name: str):
-    """A script under benchmarks/ (not a package) imported as a module, for its functions."""
+    """A script under benchmarks/ (not a package) imported as a module, for its functions;
+    `name` may be `tried/<script>` (benchmarks/tried/)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name.replace("/", "."), REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -106,7 +106,7 @@ def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):
     clock = dg.Clock(0.0)
     gen = SimpleNamespace(pool=[], input_cfg=SimpleNamespace(max_bytes=256))
     frozen = SimpleNamespace(cfg=NeighborsConfig(k=5), distribution=lambda s: {})
-    ctx = {"lease": OmegaConf.structured(dg.LeaseConfig(num_samples=4)), "commit": "0000000-test", "machine": {}, "kind": "",
+    ctx = {"lease": OmegaConf.structured(dg.LeaseConfig(exact_match_at=4)), "commit": "0000000-test", "machine": {}, "kind": "",
            "dataset": "d", "fusion": "f", "command": "c", "train_pairs": 1, "train_split": "random/train",
            "training": {"params": 1}}
     rows = [{"key": "a.lean::t#0", "theorem": "t", "file_path": "a.lean", "state": "⊢ True", "tactic": "trivial",

@@ -354,7 +354,7 @@ class _Tactics:
 def test_search_records_an_init_failure_and_returns(script, error):
     script.enter_raises = error
     result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["simp"]),
-                               SearchConfig(num_tactics=4, max_expansions=2))
+                               SearchConfig(max_expansions=2))
     assert (result.status, result.stop_reason, result.env_started) == (ERROR, "env_start", False)
     assert type(error).__name__ in result.error
     assert [f["kind"] for f in result.env_failures] == ["init"]
@@ -362,7 +362,7 @@ def test_search_records_an_init_failure_and_returns(script, error):
 
 def test_unparsable_state_is_a_recorded_failure_and_the_search_goes_on(script):
     result = best_first_search(LeanDojoEnv(Ref()), NoPremises(), _Tactics(["odd", "simp", "rfl"]),
-                               SearchConfig(num_tactics=4, max_expansions=3))
+                               SearchConfig(max_expansions=3))
     assert result.status == "proved" and result.proof == ["simp", "rfl"]
     assert result.tree.outcomes["error"] >= 1
     # "odd" was tried at both expanded states; each time the REPL stayed in use (no restart).

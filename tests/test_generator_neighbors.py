@@ -78,12 +78,12 @@ def test_neighbours_travel_with_the_model_and_join_its_candidates(train, corpus,
     assert TacticGenerator.load(tmp_path / "bare").neighbors is None
     states = [RING, LIST]
     inputs = [s for s in states]  # the bare state is the model's input without premises
-    alone = gen.generate(inputs, num_samples=4)
+    alone = gen.generate(inputs, num_tactics=4)
     nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2, weight=0.5))
     gen.neighbors = nb
-    assert [[s.tactic for s in r] for r in gen.generate(inputs, num_samples=4)] == \
+    assert [[s.tactic for s in r] for r in gen.generate(inputs, num_tactics=4)] == \
         [[s.tactic for s in r] for r in alone]  # without the raw states nothing changes
-    mixed = gen.generate(inputs, num_samples=4, states=states)
+    mixed = gen.generate(inputs, num_tactics=4, states=states)
     for state, inp, row in zip(states, inputs, mixed):
         dist = nb.distribution(state)
         # The neighbours' most probable tactic is suggested, scored by the mixture.
@@ -106,10 +106,10 @@ def test_the_neighbours_baseline_counts_hits(train, corpus):
     nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2))
     examples = [EvalExample("T", "X.lean", None, s, t, (), i)
                 for i, (s, t) in enumerate([(RING, "ring"), (SUBST, "rw  [h]"), (LIST, "rfl")])]
-    row = evaluate_neighbors(examples, nb, num_samples=1)
+    row = evaluate_neighbors(examples, nb, num_tactics=1)
     assert row["per_example"] == {"hit@1": [1, 1, 0]}  # whitespace-normalized match
     assert row["exact_match@1"] == pytest.approx(2 / 3)
-    assert np.isclose(evaluate_neighbors(examples, nb, num_samples=8)["exact_match@8"], 2 / 3)
+    assert np.isclose(evaluate_neighbors(examples, nb, num_tactics=8)["exact_match@8"], 2 / 3)
 
 
 def test_the_selection_ranks_the_union_by_the_mixture():

@@ -143,7 +143,7 @@ def test_benchmark_runs_as_a_ray_job(tmp_path, head_node, ray_auth, untrained_ge
            "--theorems", str(data_root / "leandojo-sample" / "test.json"), "--limit", "6",
            "--retriever", "bm25", "--env", "replay", "--corpus", str(data_root / "mathlib-src-mini"),
            "--generator", str(untrained_generator), "--out", str(out),
-           "search.max_expansions=1", "search.num_tactics=2"]
+           "search.max_expansions=1", "generator.num_tactics=2"]
     # The head asks for the token (ray_auth); the jobs client sends the same one.
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=ray_auth)
     logs = done.stdout[-4000:] + done.stderr[-2000:]
@@ -201,7 +201,7 @@ def test_cli_starts_a_local_cluster_by_default(tmp_path, untrained_generator, da
     code = main(["benchmark", "--config", str(REPO / "configs" / "search" / "tiny.yaml"),
                  "--theorems", str(data_root / "leandojo-sample" / "test.json"), "--limit", "4",
                  "--retriever", "none", "--env", "replay", "--generator", str(untrained_generator),
-                 "--out", str(out), "search.max_expansions=1", "search.num_tactics=2"])
+                 "--out", str(out), "search.max_expansions=1", "generator.num_tactics=2"])
     assert code == 0 and not ray.is_initialized()
     records = [json.loads(line) for line in (out / "replay-none" / "results.jsonl").read_text().splitlines()]
     assert len(records) == 4 and {r["retriever"] for r in records} == {"none"}

@@ -77,7 +77,7 @@ def test_benchmark_cli_writes_results_and_resumes(fake_lean, tmp_path, capsys):
     argv = ["benchmark", "--config", str(REPO / "configs" / "search" / "tiny.yaml"), "--theorems", "minif2f",
             "--split", "test", "--env", "repl", "--retriever", "none", "--generator", str(gen), "--workers", "1",
             "--out", str(fake_lean / "cli"), f"theorems.minif2f_path={fake_lean / 'minif2f.json'}",
-            "search.max_expansions=1", "search.num_tactics=2", *repl_overrides(fake_lean)]
+            "search.max_expansions=1", "generator.num_tactics=2", *repl_overrides(fake_lean)]
     assert main(argv) == 0
     results = fake_lean / "cli" / "repl-none" / "results.jsonl"
     records = [json.loads(line) for line in results.read_text().splitlines()]
@@ -133,7 +133,7 @@ def test_prove_sorries_on_the_repl(fake_lean, tmp_path, capsys):
     gen = save_untrained_generator(tmp_path / "gen")
     out = tmp_path / "report"
     code = main(["prove-sorries", str(project), "--env", "repl", "--generator", str(gen), "--write",
-                 "--out", str(out), "search.max_expansions=1", "search.num_tactics=2",
+                 "--out", str(out), "search.max_expansions=1", "generator.num_tactics=2",
                  f"env.repl.repl_path={fake_lean / 'repl'}", "env.repl.memory_gb=0.5"])
     assert code == 0
     report = json.loads((out / "report.json").read_text())

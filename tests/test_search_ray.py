@@ -111,7 +111,7 @@ def test_benchmark_with_bm25_and_cfr(tmp_path, tiny_models, local_ray, data_root
 
 
 # The oracle TEST DOUBLE puts 4 failing distractors before the recorded tactics: let it reach them.
-ORACLE_SEARCH = ("search.num_tactics=16", "search.max_expansions=null")
+ORACLE_SEARCH = ("generator.num_tactics=16", "search.max_expansions=null")
 
 
 @pytest.fixture(scope="module")

@@ -414,7 +414,7 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
                                       "--generator", "/runs/h/model"])
     cfg = serve_config(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
                        args.overrides, args.generator)
-    assert [(g.name, g.model, g.num_samples, g.batching.max_queued) for g in cfg.generators] == [
+    assert [(g.name, g.model, g.num_tactics, g.batching.max_queued) for g in cfg.generators] == [
         ("tiny", "/runs/g/model", 8, 8), ("generator", "/runs/h/model", 8, 8)]
     with pytest.raises(UserInputError, match="expected MODEL or NAME=MODEL"):
         serve_config(None, None, None, None, None, None, [], ["tiny="])

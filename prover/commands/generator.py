@@ -82,6 +82,6 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         print(f"premises ({retriever}, {kept} of {len(premises)} fit in {max_bytes} bytes):")
         for p in premises[:kept]:
             print(f"  {p.full_name}")
-    for s in gen.generate([text], num_samples=num, method=method, states=[state])[0]:
+    for s in gen.generate([text], num_tactics=num, method=method, states=[state])[0]:
         print(f"{s.logprob:9.3f}  {s.tactic}")
     return 0

@@ -94,14 +94,13 @@ def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
     gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings)
     if gen.neighbors is not None and settings.exclude:
         gen.neighbors.exclude(settings.exclude)
-    return GeneratorTactics(gen, settings.num_samples, settings.method, settings.temperature,
-                            settings.batch_size, settings.max_bytes, settings.num_beams)
+    return GeneratorTactics(gen)
 
 
 def describe(settings: GeneratorSettings | Any) -> str:
     if not isinstance(settings, GeneratorSettings):
         return settings.describe()
-    return f"{settings.model} ({settings.method}, {settings.num_samples})"
+    return f"{settings.model} ({settings.method}, {settings.num_tactics})"
 
 
 def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
@@ -113,12 +112,11 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
 
 
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSettings:
-    """A benchmark config's `generator` section as its dataclass, its candidates settled (null:
-    search.num_tactics); `exclude`: the theorems to be proved."""
+    """A benchmark config's `generator` section as its dataclass; `exclude`: the theorems to be proved."""
     g = as_object(cfg.generator)
     if not isinstance(g, GeneratorSettings):
         g = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GeneratorSettings), g))
-    return replace(g, num_samples=g.num_samples or cfg.search.num_tactics, exclude=tuple(exclude))
+    return replace(g, exclude=tuple(exclude))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

@@ -105,7 +105,8 @@ class SearchBenchmarkConfig:
     theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="none"))
-    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_samples=None))
+    # Its num_tactics is the tactics tried per expansion: ReProver's 64 unless a config says.
+    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_tactics=64))
     env: EnvSettings = field(default_factory=EnvSettings)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     ray: RayConfig = field(default_factory=RayConfig)

@@ -1,4 +1,4 @@
-"""Premise-instantiated neighbour tactics (generator/instantiate.py): chosen on select, scored on report.
+"""Premise-instantiated neighbour tactics (generator/tried/instantiate.py): chosen on select, scored on report.
 
 No network: the candidates are the tactics of the nearest training states, plus those tactics
 with their one premise replaced by the premises shown for the state (none, the gold ones, or a
@@ -21,7 +21,7 @@ import numpy as np
 
 from generator.evaluate import condition_premises, eval_examples
 from generator.inputs import normalize_tactic
-from generator.instantiate import InstantiateConfig, instantiated
+from generator.tried.instantiate import InstantiateConfig, instantiated
 from generator.neighbors import TacticNeighbors
 from generator.settings import NeighborsConfig
 from prover.benchmarking.harness import (N_RESAMPLES, SEED, command_line, git_commit, machine, mean_interval,

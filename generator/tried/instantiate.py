@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,3 +108,11 @@ def filled(neighbors: TacticNeighbors, near: list[tuple[int, float]], shown: Seq
                 out.setdefault(fill(neighbors.tactics[d], slot, premise), None)
     return list(out)
 
+
+def plug_in(gen: Any, m: int) -> Any:
+    """`gen` (a TacticGenerator) adding, for each state it is given with its premises shown, its
+    neighbours' one-premise tactics filled with each of the top `m` of them (0: none)."""
+    def extra(neighbors: TacticNeighbors, nearest: list, shown: Sequence) -> list[list[str]]:
+        return [filled(neighbors, ns, names, m) if ns else [] for ns, names in zip(nearest, shown)]
+    gen.extra_candidates = extra if m > 0 else None
+    return gen

@@ -33,7 +33,7 @@ from retriever.training.train_car import train_car
 from retriever.training.train_cfr import train_cfr, untrained_retriever
 
 log = logging.getLogger("tiny_seeds")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAVED = ["tokenizer/tokenizer.json", "pretrain/model/model.safetensors", "cfr/model/model.safetensors",
          "car/model/model.safetensors"]
 

@@ -20,12 +20,23 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from generator.candidate import RANKER_MODEL, Candidate
+from generator.candidate import Candidate
 from generator.inputs import normalize_tactic
 from prover.data.errors import UserInputError
+
+# Beside a generator's config.json: a learned candidate ranker (none is shipped).
+RANKER_MODEL = "candidate_ranker.txt"
+
+
+def load_ranker(gen: Any, model_dir: str | Path) -> Any:
+    """`gen` (a TacticGenerator) ordering its candidates by the ranker saved in `model_dir`, if
+    that folder holds one (TacticGenerator.save_pretrained saves a ranker it was given)."""
+    gen.ranker = CandidateRanker.load(model_dir)
+    return gen
 
 RANKER_SETTINGS = "candidate_ranker.json"
 

@@ -9,7 +9,7 @@ more than the states whose recorded tactic is among the candidates with premises
 without them, so this measures that room, two ways:
 
 1. A census of the recorded tactics: how many name a gold premise; how many name exactly one,
-   once (a template a retrieved premise could fill, generator/instantiate.py); how many of
+   once (a template a retrieved premise could fill, generator/tried/instantiate.py); how many of
    those have their shape among the 50 nearest training states' templates (what the shipped
    instantiation fills); and where the fusion ranks their premise.
 2. Coverage (the recorded tactic among the candidates, the ceiling of any ordering) of the
@@ -35,7 +35,7 @@ import numpy as np
 
 from generator.evaluate import condition_premises, eval_examples
 from generator.inputs import normalize_tactic
-from generator.instantiate import fill, template
+from generator.tried.instantiate import fill, template
 from generator.model import TacticGenerator
 from generator.neighbors import TacticNeighbors
 from generator.settings import GeneratorBenchmarkConfig

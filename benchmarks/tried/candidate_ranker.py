@@ -1,4 +1,4 @@
-"""A learned candidate ranker for the generator (generator/rerank.py): fitted, chosen, reported.
+"""A learned candidate ranker for the generator (generator/tried/rerank.py): fitted, chosen, reported.
 
     # 1. the generator's candidates, with their evidence, per state (resumable, per split and premises):
     python benchmarks/candidate_ranker.py dump --split random/val --premises none fusion --max-examples 1000
@@ -9,7 +9,7 @@
     python benchmarks/candidate_ranker.py report --setting <name>
 
 The candidates are the shipped generator's (beam 8, tactic pool, tactic neighbours), plus the
-neighbours' one-premise tactics filled with the top 3 premises shown (generator/instantiate.py),
+neighbours' one-premise tactics filled with the top 3 premises shown (generator/tried/instantiate.py),
 so one dump serves every ordering compared: the neighbours alone (their vote), the hand-set
 mixture as shipped (without the instantiated candidates), the mixture with them and a 3-nat
 premise bonus (the best hand-set lever, chosen earlier on select), and the rankers. Rankers are
@@ -32,8 +32,9 @@ from generator.candidate import Candidate
 from generator.evaluate import condition_premises, eval_examples
 from generator.inputs import normalize_tactic
 from generator.model import TacticGenerator
-from generator.rerank import CandidateRanker, RankerConfig
-from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
+from generator.tried.instantiate import plug_in
+from generator.tried.rerank import CandidateRanker, RankerConfig
+from generator.settings import GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
 from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
                                          mean_interval, paired_intervals, parser, require_clean_tree,
@@ -84,7 +85,7 @@ def dump(args, cfg) -> None:
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
     corpus = ds.corpus()
     examples = examples_for(ds, args.split, args.max_examples, cfg.seed)
-    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(instantiate=INSTANTIATE))
+    gen = plug_in(TacticGenerator.load(cfg.model), INSTANTIATE)
     gen.neighbors.exclude({f"{e.file_path}::{e.theorem}" for e in examples})
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
