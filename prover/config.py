@@ -40,12 +40,30 @@ def check_overrides(overrides: list[str]) -> None:
             raise ConfigError(f"{o!r} is not an override: overrides are key=value, e.g. data.split=random/val")
 
 
+# Keys renamed: key -> (the sections it was read in, the section it moved to (None: the same),
+# its name there). Tactics per expansion was search.num_tactics and generator.num_samples.
+RENAMED = {"num_samples": (("", "generator", "generate", "generators"), None, "num_tactics"),
+           "num_tactics": (("search",), "generator", "num_tactics"),
+           # The generator benchmark's premises shown: its retriever section's k (a second k before).
+           "k": (("",), "retriever", "k")}
+
+
+# Keys removed: key -> (its section, why).
+REMOVED = {"k2": ("car", "CAR's k2 was never read (a caller asks for its own k)")}
+
+
 def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
     """OmegaConf's multi-line message as one line naming the key, and for a typo the keys there."""
     from omegaconf.errors import ConfigKeyError
     key = getattr(e, "full_key", None) or "?"
     if isinstance(e, ConfigKeyError):
-        parent = key.rpartition(".")[0]
+        parent, _, last = key.rpartition(".")
+        if last in REMOVED and parent.rpartition(".")[2] == REMOVED[last][0]:
+            return ConfigError(f"config key {key!r} in {source}: {REMOVED[last][1]}; remove it")
+        if last in RENAMED and parent.rpartition(".")[2].split("[")[0] in RENAMED[last][0]:
+            where, name = RENAMED[last][1], RENAMED[last][2]
+            new = ".".join(filter(None, [parent.rpartition(".")[0] if where else parent, where, name]))
+            return ConfigError(f"config key {key!r} in {source} is now {new!r} (tactics per state: one setting)")
         node = OmegaConf.select(cfg, parent) if parent else cfg
         known = sorted(node.keys()) if OmegaConf.is_dict(node) else []
         close = difflib.get_close_matches(key.rpartition(".")[2], known, n=1)

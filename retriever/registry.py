@@ -381,7 +381,7 @@ def _rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: floa
     from prover.utils.device import pick_device
     tc = training_config(s)
     car = car_run_dir(tc.run_dir, trained_over) / "model"
-    rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)
+    rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, weight)
     recorded = rr.scorer.meta.get("first_stage", trained_over)
     if recorded != trained_over:
         raise ValueError(f"the CAR model at {car} was trained over {recorded}, not {trained_over}")

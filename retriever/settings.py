@@ -123,7 +123,6 @@ class CARConfig(Recipe):
     eval_every: int = 0  # optimizer steps between validation R@5 checks (0: each epoch)
     eval_queries: int = 200  # validation queries per check (a fixed random subset)
     k1: int = 20  # CFR candidates re-ranked at inference
-    k2: int = 10  # returned (callers may ask for more; the tail keeps CFR's order)
     # Inference: order the k1 head by z(CAR) + w·z(CFR) (see car.RerankRetriever); 0 is the
     # paper's CAR-only order.
     first_stage_weight: float = 0.0

@@ -138,7 +138,7 @@ def _car_run(run_dir: Path, encoder: Path, *trainer: str) -> Path:
     cfg = load_config(RetrieverTrainConfig, TINY, [
         f"data.root={mini}", f"run_dir={run_dir}", "device=cpu", "seed=3", "car.max_len=64", "car.negatives=3",
         "car.random_negatives=1", "car.batch_size=16", "car.hard_negatives_k=20", "car.max_train_pairs=120",
-        "car.eval_queries=5", "car.k1=10", "car.k2=5", "car.max_steps=5", "car.log_every=1",
+        "car.eval_queries=5", "car.k1=10", "car.max_steps=5", "car.log_every=1",
         "car.warmup_steps=1", "car.attention_dropout=0.0", *trainer])
     return train_car(cfg, build_retriever("bm25", Dataset(mini).corpus(), cfg), init_path=encoder)
 

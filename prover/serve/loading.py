@@ -118,7 +118,7 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Retriever
 
 def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: RetrieverConfig,
                     device: str) -> dict[str, Retriever]:
-    """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
+    """CFR+CAR as the registry builds it (same k1), and CAR over every other first stage."""
     from retriever.models.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
     from retriever.models.car import car_run_dir
@@ -130,7 +130,7 @@ def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, re
         raise UserInputError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
                              f"set rerank=false to serve without re-ranking")
     scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
-    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2, tc.car.first_stage_weight)
+    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.first_stage_weight)
             for name, first in first_stages.items()}
 
 
