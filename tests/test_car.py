@@ -304,15 +304,15 @@ def test_fused_head_orders_by_standardized_car_plus_weighted_first_stage(mini):
     fs = np.arange(30, 20, -1, dtype=np.float64)
     z = lambda x: (x - x.mean()) / x.std()
     for w in (0.5, 1.3, 3.0):  # weights without exact ties in this toy
-        hits = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=w).retrieve(["s"], 12, ctx)[0]
+        hits = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=w).retrieve(["s"], 12, ctx)[0]
         fused = z(car) + w * z(fs)
         assert [h.index for h in hits[:10]] == sorted(range(10), key=lambda i: -fused[i])
         np.testing.assert_allclose([h.score for h in hits[:10]], np.sort(fused)[::-1], rtol=1e-6)
         assert [h.index for h in hits[10:]] == [10, 11]
     # A heavy first-stage weight keeps the first stage's order; weight 0 is CAR's alone.
-    heavy = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=1e6)
+    heavy = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=1e6)
     assert [h.index for h in heavy.retrieve(["s"], 10, ctx)[0]] == list(range(10))
-    plain = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=0.0)
+    plain = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=0.0)
     assert [h.index for h in plain.retrieve(["s"], 10, ctx)[0]] == sorted(range(10), key=lambda i: -car[i])
 
 
@@ -508,11 +508,11 @@ def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, m
     queries = queries[:40]
     cfg = load_config(RetrievalBenchmarkConfig, None, ["eval.batch_size=16"])
     scorer = PairCounter(corpus)
-    rows = car_fusion.sweep(RerankRetriever(bm25, scorer, 5, 5), queries, [4, 8], [0.0, 1.0], cfg)
+    rows = car_fusion.sweep(RerankRetriever(bm25, scorer, 5), queries, [4, 8], [0.0, 1.0], cfg)
     assert [(r["k1"], r["first_stage_weight"]) for r in rows] == [(0, None), (8, 0.0), (8, 1.0), (4, 0.0), (4, 1.0)]
     assert rows[0]["metrics"] == evaluate(bm25, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
     assert scorer.pairs == 8 * len(queries)  # every later setting re-used the logits of k1 = 8
     for k1, w, row in ((8, 0.0, rows[1]), (4, 1.0, rows[4])):
-        direct = RerankRetriever(bm25, FakeScorer(corpus), k1, 5, w)
+        direct = RerankRetriever(bm25, FakeScorer(corpus), k1, w)
         assert row["metrics"] == evaluate(direct, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
     assert rows[1]["metrics"] != rows[0]["metrics"]  # the fake CAR does change the order
