@@ -151,6 +151,7 @@ def test_instantiated_candidates_are_scored_by_the_model(ra_generator, monkeypat
 
 
 def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_generator):
+    from generator.tried.instantiate import plug_in
     from prover.data.tactic_steps import name_pattern
     cfg, summary = ra_generator
     gen = TacticGenerator.load(summary["model"])
