@@ -114,7 +114,7 @@ def test_a_proof_whose_axioms_include_its_own_is_rejected():
     name = fresh_name("theorem t : False")
     lean = Recorder(lambda cmd: info(f"'{name}' depends on axioms: [cheat]") if cmd.startswith("#print")
                     else {"env": 5})
-    verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"], replay=lambda env: "")
+    verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"], replay=lambda env: ("", env))
     assert (verdict.status, verdict.axioms, verdict.reason) == (
         Status.AXIOMS, ("cheat",), "the proof depends on axioms beyond Lean's standard ones: cheat")
     assert lean.sent == [(f"theorem {name} : False := by exact cheat", 0), (f"#print axioms {name}", 5)]
@@ -149,7 +149,7 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
         if "tactic" in req:
             return {"proofState": 1, "goals": []}
         if "pickleTo" in req or "unpickleEnvFrom" in req:  # the kernel replay accepts
-            return {"env": req.get("env", 99)}
+            return {"env": req.get("env", 99)}  # unpickled: a new environment, 99
         if req["cmd"].startswith("#print axioms"):
             return info(f"'Nat.Partrec.Code.{name}' depends on axioms: [propext]")
         if req["cmd"].endswith(":= by sorry"):
@@ -165,7 +165,8 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
     assert cmds[-2] == target.statement.replace("const_inj", name) + " := by intro n₁ n₂ h; exact h"
     assert "def id" not in cmds[-3] and "| 0, 0" not in cmds[-3]
     assert cmds[-1] == f"#print axioms Nat.Partrec.Code.{name}"  # exactly the name Lean gives it
-    assert [list(r) for r in session.sent[-2:]] == [["pickleTo", "env"], ["unpickleEnvFrom"]]
+    assert [list(r) for r in session.sent[-3:-1]] == [["pickleTo", "env"], ["unpickleEnvFrom"]]
+    assert session.sent[-1]["env"] == 99  # asked in the kernel's replay of the check
 
 
 def test_a_runaway_tactic_is_a_failed_tactic_and_its_state_lives():

@@ -254,7 +254,7 @@ class ReplEnv(ProofEnv):
                            cfg.check_timeout, full_name=t.name, replay=self._replay,
                            kernel_replay=cfg.kernel_replay)
 
-    def _replay(self, env: int) -> str:
+    def _replay(self, env: int) -> tuple[str, int | None]:
         return self.session.replay_in_kernel(env)
 
     def _repl_id(self, sid: int) -> int:

@@ -283,14 +283,16 @@ class ReplSession:
             request["env"] = env
         return self.request(request, timeout or self.cfg.startup_timeout)
 
-    def replay_in_kernel(self, env: int, timeout: float | None = None) -> str:
+    def replay_in_kernel(self, env: int, timeout: float | None = None) -> tuple[str, int | None]:
         """Lean's kernel replays every constant of environment `env` (those added since its
-        imports) into a fresh import of its modules: "" when it accepted them all, else why
-        not. The REPL's `pickleTo` writes the constants to an .olean; `unpickleEnvFrom` imports
-        the modules again and adds each constant through `Lean.Environment.replay`, which sends
-        it to the kernel with no options set (so `debug.skipKernelTC` cannot apply). At the
-        pinned toolchains both REPL dialects do so (REPL/Snapshots.lean, `unpickle`); a kernel
-        exception there is not caught, so the REPL process ends, and this says so."""
+        imports) into a fresh import of its modules: ("", the new environment's id) when it
+        accepted them all, else (why not, None). The REPL's `pickleTo` writes the constants to
+        an .olean; `unpickleEnvFrom` imports the modules again and adds each constant through
+        `Lean.Environment.replay`, which sends it to the kernel with no options set (so
+        `debug.skipKernelTC` cannot apply). At the pinned toolchains both REPL dialects do so
+        (REPL/Snapshots.lean, `unpickle`); a kernel exception there is not caught, so the REPL
+        process ends, and this says so. The new environment holds the replayed constants and
+        none of the extension entries (macros, attributes) the original had added."""
         import tempfile
         limit = timeout or self.cfg.check_timeout
         with tempfile.TemporaryDirectory(prefix="prover-kernel-") as folder:
@@ -298,14 +300,14 @@ class ReplSession:
             try:
                 written = self.request({"pickleTo": olean, "env": env}, limit)
                 if error_messages(written):
-                    return f"the environment could not be pickled for the kernel replay: {error_messages(written)[0]}"
+                    return f"the environment could not be pickled for the kernel replay: {error_messages(written)[0]}", None
                 answer = self.request({"unpickleEnvFrom": olean}, limit)
             except (ReplDied, ReplTimeout) as e:
-                return f"the kernel replay did not finish (a kernel exception ends the REPL): {e}"
+                return f"the kernel replay did not finish (a kernel exception ends the REPL): {e}", None
         errors = error_messages(answer)
         if errors or "env" not in answer:
-            return f"the kernel replay failed: {errors[0] if errors else answer}"
-        return ""
+            return f"the kernel replay failed: {errors[0] if errors else answer}", None
+        return "", answer["env"]
 
     def step(self, proof_state: int, tactic: str, timeout: float | None = None) -> dict:
         return self.request({"tactic": tactic, "proofState": proof_state}, timeout or self.cfg.timeout)

@@ -15,10 +15,10 @@ reported:
 3. `sorry`: the checked declaration uses `sorry`: goals left as sorries, a "declaration uses
    'sorry'" warning placed in that declaration, or `sorryAx` among its axioms. Sorries elsewhere
    in a file do not excuse it.
-4. `axioms`: an axiom beyond `propext`, `Classical.choice` and `Quot.sound` (Lean's
-   `Lean.ofReduceBool` and `Lean.trustCompiler` too, unless native_decide is allowed).
-5. `kernel`: Lean's kernel, replaying every constant the check added (the checked theorem and
+4. `kernel`: Lean's kernel, replaying every constant the check added (the checked theorem and
    each auxiliary lemma it cites) into a fresh import of the header's modules, rejected one.
+5. `axioms`: an axiom beyond `propext`, `Classical.choice` and `Quot.sound` (Lean's
+   `Lean.ofReduceBool` and `Lean.trustCompiler` too, unless native_decide is allowed).
 6. `unverified`: evidence a sure verdict needs is missing or ambiguous (no axioms answer, two
    answers for one name, the kernel replay could not run). A check that cannot be sure fails.
 7. `proved`: none of the above, with every check the source requires done.
@@ -147,6 +147,13 @@ def decide(ev: Evidence, name: str | None = None) -> Verdict:
         if ev.sorry_warnings:
             return verdict(Status.SORRY, f"Lean warns that {', '.join(ev.sorry_warnings)} uses sorry")
         checks.append("lean")
+    kernel = "kernel" in required and ev.kernel_required
+    if kernel and ev.kernel:
+        return verdict(Status.KERNEL, ev.kernel)
+    if kernel and ev.kernel is None:
+        return unverified("kernel", "the kernel replay was not run")
+    if kernel:
+        checks.append("kernel")
     listed: tuple[str, ...] = ()
     if "axioms" in required:
         if not ev.declarations:
@@ -162,10 +169,4 @@ def decide(ev: Evidence, name: str | None = None) -> Verdict:
                 return verdict(problem[0], problem[1], axioms=answer)
             listed += tuple(a for a in answer if a not in listed)
         checks.append("axioms")
-    if "kernel" in required and ev.kernel_required:
-        if ev.kernel is None:
-            return unverified("kernel", "the kernel replay was not run")
-        if ev.kernel:
-            return verdict(Status.KERNEL, ev.kernel, axioms=listed)
-        checks.append("kernel")
     return verdict(Status.PROVED, None, axioms=listed)

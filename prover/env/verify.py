@@ -10,16 +10,20 @@ candidate is checked again, cheapest first, each step stopping at the first fail
    was opened with, its text identical but for the declaration's name (`example` becomes
    `theorem`), `:=` the found tactics as one `by` block, in the environment the theorem was
    opened in: no error, no goal left as a sorry, no "declaration uses 'sorry'".
-3. `#print axioms` of exactly that name (its namespace from the theorem's full name): exactly
-   one answer for it, its list read with Lean's name escaping (`«Classical.choice»` is a name
-   of one component, not Lean's axiom; a `]` inside `«»` does not end the list).
-4. Lean's kernel replays every constant the check added, auxiliary lemmas included, into a
+3. Lean's kernel replays every constant the check added, auxiliary lemmas included, into a
    fresh import of the header's modules, as lean4checker and SafeVerify do with
    `Lean.Environment.replay`: the REPL's `pickleTo` then `unpickleEnvFrom` (at the pinned
    toolchains, in both the upstream REPL and lean-interact's fork, unpickling replays the
    environment's own constants through the kernel; a kernel exception there ends the REPL
    process). This stops an auxiliary lemma added without the kernel (`debug.skipKernelTC`,
    `addDeclWithoutChecking` from meta-code) that the theorem merely cites.
+4. `#print axioms` of exactly that name (its namespace from the theorem's full name), asked in
+   the replayed environment: it holds the constants and nothing else the check's elaboration
+   left behind (a `macro_rules` or attribute that meta-code registered to rewrite the answer is
+   not carried over). Exactly one answer for that name is read, its list with Lean's name
+   escaping (`«Classical.choice»` is a name of one component, not Lean's axiom; a `]` inside
+   `«»` does not end the list). With the replay switched off (`env.repl.kernel_replay=false`)
+   it is asked in the check's own environment, and the verdict's checks say so.
 
 For a sorry in a project file (`prove-sorries`, and search on a file target) the file is the
 reference: the file with the proofs in place must elaborate with no error; each patched
@@ -54,8 +58,9 @@ _DECL = re.compile(r"(?<![\w'!?.])(theorem|lemma|example|def|abbrev)(?![\w'!?])"
 _NAME = re.compile(r"\s+(«[^»]*»(?:\.(?:«[^»]*»|[^\s(){}\[\]⦃⦄:,.«]+))*|[^\s(){}\[\]⦃⦄:,«]+)")
 
 Command = Callable[..., dict]  # ReplSession.command(cmd, env=..., timeout=...)
-# The kernel replay of an environment: "" when the kernel accepted it, else why not.
-Replay = Callable[[int], str]
+# The kernel replay of an environment: ("", the replayed environment's id) when the kernel
+# accepted it, else (why not, None).
+Replay = Callable[[int], tuple[str, int | None]]
 
 
 def fresh_name(statement: str) -> str:
@@ -187,16 +192,26 @@ def check_proof(command: Command, env: int | None, statement: str, tactics: Sequ
     text, name = restate(statement, full_name)
     answer = command(f"{text} := {standalone_proof(tactics)}", env=env, timeout=timeout)
     ev = lean_evidence(ev, answer, [name] if uses_sorry(answer) else [])
-    ev = replace(ev, declarations=(name,))
-    if _settled(ev, name):
-        return decide(ev, name)
-    ev = replace(ev, axioms={name: axioms_answer(
-        command(f"#print axioms {name}", env=answer["env"], timeout=timeout), name)})
-    if _settled(ev, name) or not kernel_replay:
-        return decide(ev, name)
-    if replay is None:
-        return decide(ev, name)  # unverified: the kernel replay is required and cannot run
-    return decide(replace(ev, kernel=replay(answer["env"])), name)
+    return _axioms_and_kernel(replace(ev, declarations=(name,)), answer["env"] if "env" in answer else None,
+                              command, replay, timeout, name)
+
+
+def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, replay: Replay | None,
+                       timeout: float | None, label: str | None) -> Verdict:
+    """Steps 3 and 4 (see the module docstring), each only while nothing has failed yet."""
+    if _settled(ev, label) or command is None or env is None:
+        return decide(ev, label)
+    if ev.kernel_required:
+        if replay is None:
+            return decide(ev, label)  # unverified: the kernel replay is required and cannot run
+        reason, replayed = replay(env)
+        ev = replace(ev, kernel=reason)
+        if reason or replayed is None:
+            return decide(ev, label)
+        env = replayed
+    answers = {d: axioms_answer(command(f"#print axioms {d}", env=env, timeout=timeout), d)
+               for d in ev.declarations}
+    return decide(replace(ev, axioms=answers), label)
 
 
 def _settled(ev: Evidence, name: str | None) -> bool:
@@ -250,11 +265,4 @@ def check_file(run_file: Callable[[Path], dict], command: Command | None, replay
     text = patched.decode("utf-8", errors="replace")
     ev = lean_evidence(ev, answer, sorry_warnings_in(answer, text, named), count_sorries=False)
     ev = replace(ev, declarations=tuple(named) if len(named) == len(decls) else ())
-    label = ", ".join(named) or None
-    if _settled(ev, label) or command is None:
-        return decide(ev, label)
-    ev = replace(ev, axioms={d: axioms_answer(command(f"#print axioms {d}", env=answer["env"], timeout=timeout), d)
-                             for d in named})
-    if _settled(ev, label) or not kernel_replay or replay is None:
-        return decide(ev, label)
-    return decide(replace(ev, kernel=replay(answer["env"])), label)
+    return _axioms_and_kernel(ev, answer.get("env"), command, replay, timeout, ", ".join(named) or None)

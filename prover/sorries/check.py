@@ -63,7 +63,7 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
 
 def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callable[[Path], dict],
                           command: Callable[..., dict] | None = None, allow_native_decide: bool = False,
-                          replay: Callable[[int], str] | None = None, kernel_replay: bool = True) -> dict[str, int]:
+                          replay: Callable[[int], tuple[str, int | None]] | None = None, kernel_replay: bool = True) -> dict[str, int]:
     """Before a patch is written, the one verdict on each file with its proofs in place
     (`prover.env.verify.check_file`): each proof's text passes the text check; the file
     elaborates with no error; each patched declaration has no sorry of its own (Lean's

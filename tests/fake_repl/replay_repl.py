@@ -28,7 +28,8 @@ stated here, and nothing else is:
 - the verifier's re-check `theorem [NS.]prover_check_<hex> REST` is answered as the recorded
   command on the same state that is identical but for its declaration's name (`theorem|lemma
   NAME REST` or `example REST`): a fresh name does not change how Lean elaborates a proof;
-- `#print axioms NAME` on the environment that declared NAME by such a re-check is answered
+- `#print axioms NAME` on the environment that declared NAME by such a re-check (or on its
+  kernel replay, below) is answered
   only when FAKE_REPL_AXIOMS holds a JSON list: the axioms, in the format of Lean's
   src/Lean/Elab/Print.lean (`'NAME' depends on axioms: [..]`, or `'NAME' does not depend on
   any axioms` for []). These are the test's choice, not Lean's: no transcript prints axioms.
@@ -141,14 +142,17 @@ class Repl:
     def answer(self, request: dict) -> dict | None:
         kernel = os.environ.get("FAKE_REPL_KERNEL")
         if kernel and "pickleTo" in request and "env" in request and 0 <= request["env"] < len(self.envs):
-            Path(request["pickleTo"]).write_text(self.envs[request["env"]], encoding="utf-8")
+            Path(request["pickleTo"]).write_text(str(request["env"]), encoding="utf-8")
             return {"env": request["env"]}
         if kernel and "unpickleEnvFrom" in request and Path(request["unpickleEnvFrom"]).exists():
             if kernel == "reject":
                 print("uncaught exception: (kernel) declaration type mismatch, 'prover_check_aux._auxLemma.1' "
                       "has type\n  2 + 2 = 5\nbut is expected to have type\n  True", file=sys.stderr, flush=True)
                 sys.exit(1)
-            self.envs.append(f"unpickled<{Path(request['unpickleEnvFrom']).read_text(encoding='utf-8')}>")
+            pickled = int(Path(request["unpickleEnvFrom"]).read_text(encoding="utf-8"))
+            self.envs.append(f"unpickled<{self.envs[pickled]}>")
+            if pickled in self.declared:  # the replayed constants include the re-checked theorem
+                self.declared[len(self.envs) - 1] = self.declared[pickled]
             return {"env": len(self.envs) - 1}
         if "tactic" in request and _HEARTBEATS.match(request["tactic"]):
             request = {**request, "tactic": _HEARTBEATS.sub("", request["tactic"], count=1)}
