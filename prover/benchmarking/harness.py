@@ -108,5 +108,5 @@ def choose_within_noise(shipped: str, best: str, interval: tuple[float, float] |
 def corrections_markdown(result: dict) -> list[str]:
     """The Markdown lines of a file's `corrections` (what a later session found wrong in what
     the file says, each with where it was corrected), [] for none. Numbers are never edited."""
-    notes = result.get("corrections") or []
+    notes = [n if isinstance(n, str) else n.get("note", "") for n in result.get("corrections") or []]
     return (["", "## Corrections", ""] + [f"- {n}" for n in notes]) if notes else []
