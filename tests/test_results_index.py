@@ -6,8 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from prover.benchmarking.cited_numbers import doc_paths, index_numbers, violations
-from prover.benchmarking.results_index import INDEX, RESULTS, SHIPPED, render
+from prover.benchmarking.results_index import INDEX, RESULTS, SHIPPED, MissingTrainingRecord, render
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = "retrieval-mathlib-src-random-test-cpu"  # the shipped recipe's random/test row
@@ -64,3 +66,65 @@ def test_a_hand_edit_to_a_cited_number_fails_the_rule(tmp_path):
     table_edit = text.replace(f"| random/test | {head}", f"| random/test | {bumped}")
     assert any(bumped in v for v in violations(line_edit, index))
     assert any("results -->" in v and bumped in v for v in violations(table_edit, index))
+
+
+# The files an audit (issue 52) found built on budget-stopped models, which the index missed.
+AUDITED_PARTIAL = [
+    "retrieval-mathlib-src-novel_premises-test-cpu-recipeA", "retrieval-mathlib-src-novel_premises-test-cpu",
+    "retrieval-mathlib-src-random-test-cpu-carB", "retrieval-mathlib-src-random-test-cpu-carC",
+    "retrieval-mathlib-src-random-test-cpu-cfrL", "retrieval-mathlib-src-random-test-cpu-latency-quiet",
+    "retrieval-mathlib-src-random-test-gpu-car-k1-20", "retrieval-mathlib-src-random-test-gpu",
+    "retrieval-mathlib-src-random-test", "tactic-neighbors-selection-mathlib-src-leandojo-real-val",
+    "candidate-ranker-mathlib-src-leandojo-real-select", "premise-ceiling-mathlib-src-leandojo-real-select",
+    "generator-mathlib-src-leandojo-real-select-ra-s1000", "generator-mathlib-src-leandojo-real-select-ra-s1000-alone",
+    "generator-mathlib-src-leandojo-real-select-ra-s1000-inst3", "real-halves-mathlib-src",
+    "replay-compare-mathlib-src-leandojo-real-report-t32-vs-mathlib-src-leandojo-real-report",
+    "replay-compare-mathlib-src-leandojo-real-select-t32-vs-mathlib-src-leandojo-real-select-t8",
+    "replay-compare-mathlib-src-leandojo-real-val-vs-5fe09dc"]
+
+
+def _row(index_text: str, stem: str) -> str:
+    return next(line for line in index_text.splitlines() if line.startswith(f"| [{stem}]("))
+
+
+def test_the_index_marks_every_audited_file_partial():
+    index_text = INDEX.read_text()
+    unmarked = [s for s in AUDITED_PARTIAL if "**partial model**" not in _row(index_text, s)]
+    assert not unmarked
+    # ... and a file on finished models stays unmarked: the shipped generator scored on report.
+    assert "**partial model**" not in _row(index_text, "generator-mathlib-src-leandojo-real-report-cpu")
+
+
+def test_partial_is_read_from_every_stage_and_from_the_files_a_result_was_computed_from(tmp_path):
+    rows = [{"retriever": "cfr", "metrics": {"R@10": 0.5},
+             "training": {"pretrain": {"steps": 10, "planned_steps": 10, "stopped_by": "end"},
+                          "cfr": {"steps": 7, "planned_steps": 20, "stopped_by": "budget"}}}]
+    (tmp_path / "a-random-test.json").write_text(json.dumps({"benchmark": "retrieval", "rows": rows}))
+    (tmp_path / "b.json").write_text(json.dumps({"benchmark": "compare", "file": "benchmarks/results/a-random-test.json"}))
+    (tmp_path / "c.json").write_text(json.dumps({"benchmark": "x", "corrections": [{"note": "n", "sources": ["b"]}]}))
+    text = render(tmp_path, _no_shipped(tmp_path))
+    for stem in ("a-random-test", "b", "c"):
+        assert "cfr partial: stopped by its budget at step 7 of 20" in _row(text, stem)
+        assert "pretrain partial" not in _row(text, stem)
+
+
+def _no_shipped(tmp_path: Path) -> Path:
+    p = tmp_path / "shipped.json"
+    p.write_text(json.dumps({"description": "none", "shipped": []}))
+    return p
+
+
+def test_a_results_file_naming_a_model_without_its_training_record_fails_the_render(tmp_path):
+    for p in RESULTS.glob("*.json"):
+        shutil.copy(p, tmp_path / p.name)
+    assert render(tmp_path, SHIPPED) == INDEX.read_text()
+    named = json.loads((tmp_path / "generator-mathlib-src-leandojo-real-report-cpu.json").read_text())
+    named["model_training"] = None  # the model it names, without its record
+    (tmp_path / "generator-mathlib-src-leandojo-real-report-cpu.json").write_text(json.dumps(named))
+    with pytest.raises(MissingTrainingRecord, match="generator-mathlib-src-leandojo-real-report-cpu"):
+        render(tmp_path, SHIPPED)
+    # A correction that adds the record makes it render again, marked by what the record says.
+    named["corrections"] = [{"note": "its record", "models": {named["model"]: {
+        "steps": 5, "planned_steps": 9, "stopped_by": "budget", "git_commit": "abc"}}}]
+    (tmp_path / "generator-mathlib-src-leandojo-real-report-cpu.json").write_text(json.dumps(named))
+    assert "at step 5 of 9" in _row(render(tmp_path, SHIPPED), "generator-mathlib-src-leandojo-real-report-cpu")
