@@ -292,10 +292,16 @@ which rows are the shipped system's, `benchmarks/results_index.json`); do not ed
 `tests/test_results_index.py` fails when this file differs from the render.
 
 Role: `select` where something was chosen (or the split is a validation half), `report` where
-a file only scores. † marks a split something was chosen or fitted on. Numbers are written as
-the file's Markdown writes them: R@10, EM@8 and proof rates in percent with 95% intervals;
-`÷bm25` is the ratio interval, `−best` the difference to the best no-learning row and `Δ` the
-row's paired difference, both in points.
+a file only scores; "first look"/"second look" says, where the file's records say it, how many
+times its report split had been scored with it. † marks a split something in the file, or a
+setting it uses (the tactic-neighbour settings, chosen on all of leandojo-real/val), was chosen
+or fitted on. **partial model**: a model the file used was stopped by its time budget before its
+planned step, as its training record says (every stage; records of the files it was computed
+from included). Numbers are written as the file's Markdown writes them, each interval with its
+unit: `%` (R@10, EM@8, proof rates), `pts` (a paired difference in percentage points), `×` (a
+ratio: `÷bm25`), `nats` (a difference of the recorded tactic's log-likelihood). `−best` is the
+difference to the best no-learning row and `Δ` the row's paired difference. Intervals are 95%
+and resample theorems unless the file says otherwise.
 """
 
 
