@@ -48,9 +48,9 @@ def rescore(stem: str) -> dict:
 
 def markdown(r: dict) -> str:
     split = r["split"]
-    lines = [f"# {r["file"]} by theorem", "",
+    lines = [f"# {r['file']} by theorem", "",
              f"R@10 (%) on {split}, {r['queries']} queries of {r['theorems']} theorems, re-scored from the "
-             f"committed rankings of `{r["file"]}` (nothing run again). 95% paired bootstrap intervals, "
+             f"committed rankings of `{r['file']}` (nothing run again). 95% paired bootstrap intervals, "
              f"{r['bootstrap']['resamples']} resamples of the theorems (a theorem's queries together), seed "
              f"{r['bootstrap']['seed']}. − best: the paired difference to {r['best_no_learning']}, in points.", "",
              "| retriever | R@10 | − best (points) |", "|---|---|---|"]
