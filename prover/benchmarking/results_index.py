@@ -250,7 +250,10 @@ def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]
     if corrected(result, "role"):
         roles = corrected(result, "role")[-1]
     else:
-        roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "—"
+        # A file that scores no split measures cost (time, memory, throughput, sizing).
+        roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "measure"
+    if not splits:
+        splits = ["none (measures cost, no quality scored)"]
     if looks(result):
         roles += f" ({looks(result)})"
     if result.get("corrections"):  # a later session found something wrong in what it says
@@ -292,7 +295,7 @@ which rows are the shipped system's, `benchmarks/results_index.json`); do not ed
 `tests/test_results_index.py` fails when this file differs from the render.
 
 Role: `select` where something was chosen (or the split is a validation half), `report` where
-a file only scores; "first look"/"second look" says, where the file's records say it, how many
+a file only scores, `measure` where it scores no split (time, memory, throughput, sizing); "first look"/"second look" says, where the file's records say it, how many
 times its report split had been scored with it. † marks a split something in the file, or a
 setting it uses (the tactic-neighbour settings, chosen on all of leandojo-real/val), was chosen
 or fitted on. **partial model**: a model the file used was stopped by its time budget before its
