@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     result = rescore(args.stem)
     result |= {"git_commit": commit, "command": command_line("benchmarks/by_theorem.py", argv),
                "machine": machine()}
-    write_and_print(RESULTS_DIR / f"{args.stem}-by-theorem", result, markdown)
+    write_and_print(RESULTS_DIR / f"by-theorem-{args.stem}", result, markdown)
     return 0
 
 
