@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from prover.benchmarking.harness import RESULTS_DIR
@@ -22,9 +23,12 @@ def note_of(entry: str | dict) -> str:
     return entry if isinstance(entry, str) else entry["note"]
 
 
-def add_correction(stem: str, entry: str | dict, results: Path = RESULTS_DIR) -> None:
+def add_correction(stem: str, entry: str | dict, results: Path = RESULTS_DIR,
+                   render: Callable[[dict], str] | None = None) -> None:
     """Append `entry` to STEM.json's corrections and its note to STEM.md's Corrections section
-    (an entry already there is not added twice)."""
+    (an entry already there is not added twice). `render`, the family's Markdown writer where
+    it shows corrections itself (`markdown` of search_replay, replay_compare, ...), rewrites the
+    Markdown from the corrected JSON instead, so the file stays its render."""
     if isinstance(entry, dict) and not entry.get("note"):
         raise ValueError("a structured correction needs a `note`, the sentence it adds")
     json_path, md_path = results / f"{stem}.json", results / f"{stem}.md"
@@ -33,10 +37,13 @@ def add_correction(stem: str, entry: str | dict, results: Path = RESULTS_DIR) ->
         return
     result.setdefault("corrections", []).append(entry)
     write_json(json_path, result)
-    md = md_path.read_text() if md_path.exists() else ""
+    if render is not None:
+        md_path.write_text(render(result))
+        return
+    md = (md_path.read_text() if md_path.exists() else "").rstrip("\n")
     if HEADING not in md:
-        md = md.rstrip("\n") + f"\n\n{HEADING}\n"
-    md_path.write_text(md.rstrip("\n") + f"\n- {note_of(entry)}\n")
+        md += f"\n\n{HEADING}\n"
+    md_path.write_text(md + f"\n- {note_of(entry)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
