@@ -78,6 +78,8 @@ def test_a_close_call_keeps_what_is_shipped():
 def test_a_correction_is_added_to_the_json_and_its_markdown_once_and_numbers_stay(tmp_path):
     import json
 
+    import pytest
+
     from prover.benchmarking.corrections import add_correction
     (tmp_path / "x.json").write_text(json.dumps({"rows": [{"em": 0.1}]}))
     (tmp_path / "x.md").write_text("# x\n\n| em |\n|---|\n| 10.0 |\n")
