@@ -4,12 +4,13 @@ Every number on a page is checked: each decimal (`37.6`, `-3.5`, `+1.4`; not ver
 4.20.0) and each integer with a unit (`62 s`, `2,675 steps`, `48 CPU-min`, `35 %`; `UNITS`).
 Each must be one of three things:
 
-1. From a results file named on its line, or, where its line names none, in its section (a
-   Markdown heading or a line that opens with a bold lead-in starts one): the number must be
-   among those the index row (benchmarks/results/README.md) or the Markdown
-   (benchmarks/results/STEM.md) of a named file shows. A file is named by `STEM.md` or
+1. From a results file named on its line or in its section (a Markdown heading or a line that
+   opens with a bold lead-in starts a section): the number must be
+   among those the index row (benchmarks/results/README.md), the Markdown or the JSON
+   (benchmarks/results/STEM.md, .json) of a named file shows, or a named training record
+   (benchmarks/results/training/NAME.json, .jsonl or .log) holds. A file is named by `STEM.md` or
    `STEM.json`, with or without `benchmarks/results/`, and may be shortened as the pages do:
-   `...-random-test-cpu.md` (any file whose name ends so) or `...-ra{-s1000,,-long}.md`
+   `...-random-test-cpu.md` (`...` stands for any part of a name) or `...-ra{-s1000,,-long}.md`
    (each alternative).
 2. In a Markdown table right after a `<!-- results -->` line: one of the numbers of the files
    the table or the marker (`<!-- results: FILE.md FILE.md -->`) names; a table that names none
@@ -20,8 +21,8 @@ Each must be one of three things:
    covers the block below it, up to the next blank line (a paragraph, a list, a table).
 
 Signs count (`−` is read as `-`, a leading `+` is dropped, thousands commas are dropped); the
-digits must match as written, so a number is cited at the precision its file shows. Fenced code
-blocks are not read.
+digits must match as written, or as the file's number rounded to fewer decimals (44.217 may be
+quoted as 44.2, 302.7 s as 303 s). Fenced code blocks are not read.
 """
 from __future__ import annotations
 
@@ -50,9 +51,20 @@ def numbers(text: str) -> list[str]:
     return [_normal(raw) for raw in _NUMBER.findall(text)]
 
 
+def _roundings(n: str) -> set[str]:
+    """`n` and `n` rounded to each coarser precision (44.217: 44.22, 44.2, 44)."""
+    digits = len(n.split(".")[1]) if "." in n else 0
+    out = {n}
+    for d in range(digits):
+        r = f"{round(float(n), d):.{d}f}"
+        out.add(r[1:] if r.startswith("-") and float(r) == 0 else r)
+    return out
+
+
 def all_numbers(text: str) -> set[str]:
-    """Every number in `text`, with or without a unit: what a results file shows."""
-    return {_normal(raw) for raw in _ANY.findall(text)}
+    """Every number in `text`, with or without a unit, and its roundings: what a results file
+    shows, and what a page may quote of it at a coarser precision."""
+    return {r for raw in _ANY.findall(text) for r in _roundings(_normal(raw))}
 
 
 def index_numbers(index_text: str) -> dict[str, set[str]]:
@@ -71,12 +83,15 @@ def index_numbers(index_text: str) -> dict[str, set[str]]:
 
 
 def with_markdown(index: dict[str, set[str]], results: Path) -> dict[str, set[str]]:
-    """`index` with each file's own Markdown numbers added (what its tables show)."""
+    """`index` with each file's own numbers added (its Markdown tables and its JSON record), and the
+    committed training records (results/training/NAME.json, .jsonl, .log) as files of their own."""
     out = dict(index)
     for stem in set(index) - {HEADLINE}:
-        md = results / f"{stem}.md"
-        if md.exists():
-            out[stem] = index[stem] | all_numbers(md.read_text())
+        for own in (results / f"{stem}.md", results / f"{stem}.json"):
+            if own.exists():
+                out[stem] = out[stem] | all_numbers(own.read_text())
+    for record in sorted((results / "training").glob("*")) if (results / "training").is_dir() else []:
+        out.setdefault(record.name.split(".")[0], set()).update(all_numbers(record.read_text()))
     return out
 
 
@@ -90,10 +105,11 @@ def _expand(name: str) -> list[str]:
 def cited(text: str, stems: set[str]) -> list[str]:
     """Results files named in `text` as STEM.md or STEM.json (shortened forms included)."""
     out = []
-    for name in re.findall(r"((?:\.\.\.)?[\w@.+{},-]+)\.(?:md|json)\b", text):
+    for name in re.findall(r"([\w@.+{},*-]+)\.(?:md|json|jsonl|log)\b", text):
         for n in _expand(name):
-            if n.startswith("..."):
-                out += sorted(s for s in stems if s.endswith(n[3:]))
+            if "..." in n or "*" in n:  # each "..." or "*" stands for any part of a name
+                pattern = re.compile(".*".join(re.escape(part) for part in re.split(r"\.\.\.|\*", n)))
+                out += sorted(s for s in stems if pattern.fullmatch(s))
             elif n in stems:
                 out.append(n)
     return list(dict.fromkeys(out))
@@ -160,9 +176,8 @@ def violations(doc: str, index: dict[str, set[str]], name: str = "doc") -> list[
             i = j
             continue
         elif not in_code and i not in exempt and (found := numbers(line)):
-            files = cited(line, stems)
-            here = bool(files)
-            files = files or sections[i]
+            here = cited(line, stems)
+            files = list(dict.fromkeys(here + sections[i]))
             if not files:
                 out += [f"{name}:{i + 1}: {n} names no results file on its line or in its section, "
                         "and is not marked `<!-- numbers: literature -->` or `<!-- numbers: code -->`"
