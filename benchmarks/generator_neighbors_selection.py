@@ -36,7 +36,7 @@ from generator.model import TacticGenerator
 from generator.neighbors import mix, vote
 from generator.settings import GeneratorBenchmarkConfig
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, corrections_markdown, load_config, machine,
-                                         mean_interval, paired_intervals, parser, require_clean_tree, to_plain,
+                                         mean_interval, model_training, paired_intervals, parser, require_clean_tree, to_plain,
                                          write_results)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python benchmarks/generator_neighbors_selection.py", "--config", args.config, *args.overrides])
     result = {"benchmark": "generator_neighbors_selection", "command": command, "config": to_plain(cfg),
               "git_commit": commit, "machine": machine(), "dataset": ds.name, "split": cfg.data.split,
-              "model": cfg.model, "pool_size": len(pool), "n_examples": len(per), "benchmark_examples": len(scored),
+              "model": cfg.model, "model_training": model_training(cfg.model), "pool_size": len(pool), "n_examples": len(per), "benchmark_examples": len(scored),
               "baselines": [{"row": "model alone (beam and pool)", **em(model_alone)},
                             {"row": f"neighbours alone (k {chosen['k']}, temperature {_temp(chosen['temperature'])})",
                              **em(neighbours_alone)},
