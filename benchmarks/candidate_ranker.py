@@ -35,7 +35,7 @@ from generator.model import TacticGenerator
 from generator.rerank import CandidateRanker, RankerConfig
 from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, corrections_markdown, load_config, machine,
                                          mean_interval, model_training, paired_intervals, parser, require_clean_tree,
                                          to_plain, write_and_print)
 from prover.data.dataset import Dataset
@@ -254,6 +254,7 @@ def markdown(r: dict) -> str:
                   for k, v in r["settings"].items()) + ".", "",
               f"Machine: {r['machine'].get('cpu', '')} ({r['machine'].get('cpu_count')} cores). Commit {r['git_commit']}.",
               f"Command: `{r['command']}`"]
+    lines += corrections_markdown(r)
     return "\n".join(lines) + "\n"
 
 
