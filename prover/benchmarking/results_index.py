@@ -250,8 +250,9 @@ def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]
     if corrected(result, "role"):
         roles = corrected(result, "role")[-1]
     else:
-        # A file that scores no split measures cost (time, memory, throughput, sizing).
-        roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "measure"
+        # A file that scores no split records choices made elsewhere, or measures cost (time,
+        # memory, throughput, sizing).
+        roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or ("select" if dagger else "measure")
     if not splits:
         splits = ["none (measures cost, no quality scored)"]
     if looks(result):
