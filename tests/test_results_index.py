@@ -160,3 +160,27 @@ def test_a_results_file_naming_a_model_without_its_training_record_fails_the_ren
         "steps": 5, "planned_steps": 9, "stopped_by": "budget", "git_commit": "abc"}}}]
     (tmp_path / "generator-mathlib-src-leandojo-real-report-cpu.json").write_text(json.dumps(named))
     assert "at step 5 of 9" in _row(render(tmp_path, SHIPPED), "generator-mathlib-src-leandojo-real-report-cpu")
+
+
+def test_the_index_shows_looks_inherited_daggers_units_and_a_role_for_every_file(tmp_path):
+    setting = {"k": 50, "temperature": 3.0, "weight": 0.5}
+    files = {
+        "sel": {"benchmark": "generator_neighbors_selection", "split": "leandojo-real/val",
+                "chosen": {**setting, "em": 0.1, "ci": [0.05, 0.15]}},
+        "gen-leandojo-real-report": {
+            "benchmark": "generator", "split": "leandojo-real/report", "neighbors": {**setting, "max_query_chars": 1},
+            "rows": [{"condition": "none", "exact_match@8": 0.1, "exact_match@8_ci": [0.05, 0.15]}],
+            "comparisons": [{"a": "gold", "b": "none", "metric": "gold_loglik", "diff": 2.5, "diff_ci": [2.04, 2.99]},
+                            {"a": "gold", "b": "none", "metric": "exact_match@8", "diff": 0.0, "diff_ci": [-0.01, 0.02]}],
+            "corrections": [{"note": "report scored the second time", "look": 2}]},
+        "alone-leandojo-real-report": {"benchmark": "generator", "split": "leandojo-real/report", "neighbors": None},
+        "timing": {"benchmark": "cli-startup"}}
+    for stem, r in files.items():
+        (tmp_path / f"{stem}.json").write_text(json.dumps(r))
+    text = render(tmp_path, _no_shipped(tmp_path))
+    gen = _row(text, "gen-leandojo-real-report")
+    assert "| leandojo-real/report† | report (second look); 1 correction(s) in the file |" in gen
+    assert "gold − none (gold_loglik): [+2.04, +2.99] nats" in gen  # nats, not ×100
+    assert "gold − none (exact_match@8): [-1.0, +2.0] pts" in gen and "[5.0, 15.0] %" in gen
+    assert "| leandojo-real/report | report |" in _row(text, "alone-leandojo-real-report")  # no neighbours, no †
+    assert "| none (measures cost, no quality scored) | measure |" in _row(text, "timing")
