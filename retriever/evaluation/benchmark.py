@@ -46,12 +46,13 @@ for _first in ("cfr", "cfr-conventional"):
 log = logging.getLogger(__name__)
 
 
-def trained_by(name: str, cfg: Any) -> list[str]:
-    """The training stages row `name` rests on. A fusion rests on the stages of its own members
-    (a fusion without CFR needs no pretrain and no CFR) and on its own fit."""
+def trained_by(name: str, training: Any) -> list[str]:
+    """The training stages row `name` rests on, `training` being the retriever training config
+    whose run folder holds the models (its `fusion.members`). A fusion rests on the stages of its
+    own members (a fusion without CFR needs no pretrain and no CFR) and on its own fit."""
     if name not in ("fusion", "fusion+car"):
         return TRAINED_BY.get(name, [])
-    members = list(cfg.fusion.members) if getattr(cfg, "fusion", None) is not None else ["cfr-conventional"]
+    members = list(training.fusion.members)
     stages = [s for m in members for s in TRAINED_BY.get(m, ["pretrain", m] if m.startswith("cfr") else [])]
     stages = list(dict.fromkeys(stages)) + ["fusion"]
     return stages + (TRAINED_BY["fusion+car"][-1:] if name == "fusion+car" else [])
@@ -111,7 +112,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", al
             continue
         # Checked before any work: a model trained on another strategy's train split has seen
         # the evaluated theorems' proofs (random/train holds most of novel_premises/test).
-        training = training_summaries(cfg, trained_by(name, cfg)) if name in TRAINED_BY else None
+        training = training_summaries(cfg, trained_by(name, training_config(cfg))) if name in TRAINED_BY else None
         partial = require_full_training(training, allow_partial) if training else {}
         if training:
             check_trained_on(ds, cfg.data.split, training, Path(training_config(cfg).run_dir))
