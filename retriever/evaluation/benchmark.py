@@ -280,4 +280,11 @@ def _footer(result: dict) -> str:
             f"Latency: one query at a time over the first {result['config']['latency_queries']}.\n\n"
             f"Machine: {m.get('cpu')} ({m.get('cpu_count')} cores){', GPU ' + m['gpu'] if m.get('gpu') else ''}, "
             f"models on {device}. {last}Commit {result['git_commit']}.\n"
-            f"{last}Command: `{result['command']}`\n" + per_row)
+            f"{last}Command: `{result['command']}`\n" + per_row + _corrections(result))
+
+
+def _corrections(result: dict) -> str:
+    """What a later session found wrong in the file (prover/benchmarking/corrections.py), kept
+    when a resumed run rewrites its Markdown; numbers are never edited."""
+    notes = [n if isinstance(n, str) else n.get("note", "") for n in result.get("corrections") or []]
+    return ("\n## Corrections\n\n" + "".join(f"- {n}\n" for n in notes)) if notes else ""
