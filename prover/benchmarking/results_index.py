@@ -264,8 +264,11 @@ def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]
         roles += "; **partial model**: " + "; ".join(partial)
     command = f"`{cell(result['command'])}`" if result.get("command") else "—"
     numbers = "<br>".join(cell(h) for h in headline(result)) or "—"
+    trained = budget(result)
+    if trained == "—":  # the records a correction added, or the files it was computed from
+        trained = "; ".join(dict.fromkeys(_stage(n, r) for n, r in model_records(stem, results).items())) or "—"
     return (f"| [{stem}]({stem}.md) | {result.get('benchmark', '—')} | {'<br>'.join(splits) or '—'} | "
-            f"{roles} | {commits(result)} | {command} | {cell(budget(result))} | {numbers} |")
+            f"{roles} | {commits(result)} | {command} | {cell(trained)} | {numbers} |")
 
 
 def shipped_rows(results: dict[str, dict], shipped: list[dict]) -> list[str]:
