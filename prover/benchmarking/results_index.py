@@ -5,8 +5,8 @@ wrote it, the training its rows rest on, and its headline numbers (headlines.py)
 `select` (something was chosen on the split), `report` (scored once, nothing chosen there) or
 both; a split something was chosen or fitted on is marked †. Where each choice was made comes
 from the file's own fields (`fit_split`, `fitted_on`, `chosen_on_select`, `best`, `chosen`,
-`selected_on`) and from the settings it used: a file whose tactic-neighbour settings are the
-ones a selection file chose inherits where they were chosen. The one thing no results file
+`selected_on`) and from the settings it used: a file whose tactic-neighbour settings, or whose
+fusion's member set, are the ones a selection file chose inherits where they were chosen. The one thing no results file
 records, which rows are the shipped system's, is listed in benchmarks/results_index.json.
 
 Models. Every model a file used has a training record (its path, steps done of planned,
@@ -86,16 +86,32 @@ def _neighbour_setting(result: dict) -> tuple | None:
     return None
 
 
+def _fusion_members(result: dict) -> set[frozenset]:
+    """The member sets of the fitted fusions the file used (its rows' training records, its `members`)."""
+    rows = result.get("rows") if isinstance(result.get("rows"), list) else []
+    out = {frozenset(f["members"]) for r in rows if isinstance(r, dict)
+           for f in [((r.get("training") or {}).get("fusion") or {})] if isinstance(f.get("members"), list)}
+    return out | ({frozenset(result["members"])} if isinstance(result.get("members"), list) else set())
+
+
 def inherited_choices(results: dict[str, dict]) -> dict[str, list[str]]:
     """stem -> splits its recipe's settings were chosen on in another file: the tactic-neighbour
-    settings a selection file chose (its `chosen`), used by a file that names the same ones."""
-    chosen_where = {}
+    settings a selection file chose (its `chosen`), or the fusion member set the fusion
+    selection chose (`chosen_members`, on its `scored_on`), used by a file that names the same."""
+    neighbours, members = {}, {}
     for r in results.values():
         c = r.get("chosen")
         if r.get("benchmark") == "generator_neighbors_selection" and isinstance(c, dict):
-            chosen_where[(c.get("k"), c.get("temperature"), c.get("weight"))] = r.get("split")
-    return {stem: [chosen_where[s]] for stem, r in results.items()
-            if (s := _neighbour_setting(r)) in chosen_where and r.get("benchmark") != "generator_neighbors_selection"}
+            neighbours[(c.get("k"), c.get("temperature"), c.get("weight"))] = r.get("split")
+        if isinstance(r.get("chosen_members"), str) and r.get("scored_on"):
+            members[frozenset(r["chosen_members"].split("+"))] = r["scored_on"]
+    out: dict[str, list[str]] = {}
+    for stem, r in results.items():
+        if r.get("benchmark") != "generator_neighbors_selection" and (s := _neighbour_setting(r)) in neighbours:
+            out.setdefault(stem, []).append(neighbours[s])
+        if not r.get("chosen_members"):
+            out.setdefault(stem, []).extend(members[m] for m in _fusion_members(r) if m in members)
+    return {stem: list(dict.fromkeys(v)) for stem, v in out.items() if v}
 
 
 def choice_splits(result: dict, scored: list[str]) -> list[str]:
