@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from prover.benchmarking.harness import (REPO, RESULTS_DIR, add_allow_dirty, choose_within_noise,
+                                         corrections_markdown,
                                          command_line, machine, mean_interval, paired_intervals,
                                          parser, require_clean_tree, write_and_print)
 from prover.data.corpus import Corpus
@@ -106,7 +107,7 @@ def select_setting(build, queries, golds, clusters) -> tuple[tuple[float, float]
 def render(result: dict) -> str:
     lines = [f"# {result['benchmark']}", "", result["about"], "",
              f"Commit {result['git_commit']}; `{result['command']}`; {result['machine'].get('cpu')}.", "",
-             f"Chosen on {result['fit_split']}: {result['chosen']} ({result['why']}).", "",
+             f"Chosen on {result['fit_split']}: {result['setting']} ({result['why']}).", "",
              f"## Report ({result['split']}, {result['rows'][0]['n_queries']} queries, scored once)", "",
              "| retriever | R@1 | R@5 | R@10 | P@1 | P@5 | nDCG@10 | MRR | R@10 95% CI | nDCG@10 95% CI | p50 ms |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -124,6 +125,7 @@ def render(result: dict) -> str:
               "|---|---|---|---|---|"]
     lines += [f"| {s['cloud_weight']:g} | {s['lexicon_weight']:g} | {100 * s['R@1']:.1f} | {100 * s['R@10']:.1f} | "
               f"{100 * s['nDCG@10']:.1f} |" for s in result["select"]]
+    lines += corrections_markdown(result)
     return "\n".join(lines) + "\n"
 
 
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
         result = {"benchmark": f"informal search: {bench}", "about": about, "split": f"{bench}/report",
                   "fit_split": f"{bench}/select", "git_commit": common["commit"], "command": common["command"],
                   "machine": common["machine"], "config": asdict(cfg) | {"docs": "leandojo-real/source (built)"},
-                  "chosen": f"cloud_weight {chosen[0]:g}, lexicon_weight {chosen[1]:g}", "why": why,
+                  # `setting`, not `chosen`: the index reads `chosen` as chosen on the scored split.
+                  "setting": f"cloud_weight {chosen[0]:g}, lexicon_weight {chosen[1]:g}", "why": why,
                   "select": table, "rows": [row(n, v, clusters) for n, v in per.items()],
                   "comparisons": comparisons, "seconds": round(time.perf_counter() - t0, 1)}
         outputs.append((bench, result))
