@@ -182,6 +182,7 @@ def test_page_runs_an_informal_query(browser, informal_url, tmp_path):
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     assert browser.find_element(By.ID, "mode-label").is_displayed()
     Select(browser.find_element(By.ID, "mode")).select_by_value("informal")
+    assert not browser.find_element(By.ID, "retriever").is_enabled()  # informal: its own retriever
     state = browser.find_element(By.ID, "state")
     state.clear()
     state.send_keys(query)
