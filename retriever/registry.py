@@ -71,8 +71,11 @@ def _bm25_plain(corpus: Corpus, s: Scope) -> Retriever:
 
 def _informal(corpus: Corpus, s: Scope) -> Retriever:
     # Plain English, LaTeX, theorem names, Lean-like terms (issue 51; retriever/informal/).
-    from retriever.informal.retriever import InformalRetriever
-    return InformalRetriever(corpus, s.settings.informal)
+    from retriever.informal.retriever import InformalRetriever, resolve_docs
+    cfg = s.settings.informal
+    # Docstrings joined by name: informal.docs, else the real sources beside the corpus folder.
+    docs = resolve_docs(s.settings.corpus, cfg.docs, s.settings.corpus_cache)
+    return InformalRetriever(corpus, replace(cfg, docs=docs))
 
 
 def _locality(corpus: Corpus, s: Scope) -> Retriever:

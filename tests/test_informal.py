@@ -103,3 +103,22 @@ def test_registered_with_its_settings(real_corpus):
     r = build_retriever("informal", real_corpus, RetrieverConfig(name="informal", informal=InformalConfig(cloud_size=2)))
     assert isinstance(r, InformalRetriever) and r.cfg.cloud_size == 2
     assert all(len(ts) <= 2 for ts in r.clouds.learned.values())
+
+
+def test_docstrings_come_from_the_sources_beside_a_corpus(tmp_path):
+    """A dataset folder with `leandojo-real/source` (as mathlib-src) lends its docstrings: the
+    sources are built into the cache once (`prover data corpus`) and joined by name."""
+    from prover.data.errors import UserInputError
+    from retriever.informal.retriever import read_docs, resolve_docs
+    folder = tmp_path / "data"
+    src = folder / "leandojo-real" / "source" / "Demo"
+    src.mkdir(parents=True)
+    (src / "Basic.lean").write_text("/-- **Two** is even. -/\ntheorem two_even : Even 2 := ⟨1, rfl⟩\n",
+                                    encoding="utf-8")
+    built = resolve_docs(folder, None, tmp_path / "cache")
+    assert built is not None and str(tmp_path / "cache") in built
+    assert read_docs(built) == {"two_even": "**Two** is even."}
+    assert resolve_docs(folder, None, tmp_path / "cache") == built  # once per source state
+    assert resolve_docs(tmp_path / "elsewhere", None) is None
+    with pytest.raises(UserInputError, match="does not exist"):
+        resolve_docs(folder, str(tmp_path / "missing"))

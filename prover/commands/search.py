@@ -22,24 +22,6 @@ def default_corpus() -> Path:
     return Path(os.environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"
 
 
-def _docs(corpus: Path, docs: str | None) -> str | None:
-    """The corpus whose `doc` fields are joined: `docs` as given (a corpus, or Lean sources built
-    once into runs/corpora), else the real sources beside mathlib-src when present, else none."""
-    if docs is None:
-        source = corpus / "leandojo-real" / "source"
-        if not source.is_dir():
-            return None
-        docs = str(source)
-    path = Path(docs)
-    if not path.exists():
-        raise UserInputError(f"--docs {path} does not exist: pass a corpus folder made by `prover data "
-                             f"corpus` or a folder of Lean sources")
-    if path.is_dir() and not any((path / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
-        from prover.data.project_corpus import project_corpus
-        return str(project_corpus(path, "runs/corpora", progress=False))
-    return str(path)
-
-
 def hit_record(retriever, hit, matched: list[str]) -> dict:
     p = hit.premise
     return {"full_name": p.full_name, "score": round(float(hit.score), 4), "matched": matched,
@@ -63,9 +45,9 @@ def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, doc
             raise UserInputError(f"--queries {qf}: no such file (one query a line)")
         lines = [q.strip() for q in qf.read_text(encoding="utf-8").splitlines() if q.strip()]
     from prover.data.dataset import Dataset
-    from retriever.informal.retriever import InformalRetriever
+    from retriever.informal.retriever import InformalRetriever, resolve_docs
     from retriever.informal.settings import InformalConfig
-    retriever = InformalRetriever(Dataset(folder).corpus(), InformalConfig(docs=_docs(folder, docs)))
+    retriever = InformalRetriever(Dataset(folder).corpus(), InformalConfig(docs=resolve_docs(folder, docs)))
     for q in lines if lines is not None else [query]:
         t0 = time.perf_counter()
         hits = retriever.retrieve([q], k, [None])[0]

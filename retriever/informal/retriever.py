@@ -26,6 +26,27 @@ from retriever.informal.text import declaration_words, words
 log = logging.getLogger(__name__)
 
 
+def resolve_docs(corpus_folder: str | Path | None, docs: str | None,
+                 cache: str | Path = "runs/corpora") -> str | None:
+    """The corpus whose `doc` fields are joined: `docs` as given (a corpus folder or file, or a
+    folder of Lean sources, built once into `cache` by `prover data corpus`), else the real
+    sources beside a dataset (`<corpus_folder>/leandojo-real/source`, as mathlib-src has them),
+    else None."""
+    if docs is None:
+        source = Path(corpus_folder) / "leandojo-real" / "source" if corpus_folder else None
+        if source is None or not source.is_dir():
+            return None
+        docs = str(source)
+    path = Path(docs)
+    if not path.exists():
+        raise UserInputError(f"informal docs {path} does not exist: pass a corpus folder made by "
+                             f"`prover data corpus`, or a folder of Lean sources")
+    if path.is_dir() and not any((path / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
+        from prover.data.project_corpus import project_corpus
+        return str(project_corpus(path, cache, progress=False))
+    return str(path)
+
+
 def read_docs(path: str | Path) -> dict[str, str]:
     """full name -> doc comment of a corpus.jsonl (or its folder) built by `prover data corpus`."""
     p = Path(path)

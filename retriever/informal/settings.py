@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 @dataclass
 class InformalConfig:
-    # A corpus.jsonl (or its folder) whose `doc` fields are added by full name to premises
-    # that have none: a corpus from LeanDojo's records carries no docstrings, the source
-    # files' corpus (`prover data corpus SOURCE`) does. null: the corpus' own `doc` fields.
+    # A corpus.jsonl (or its folder), or a folder of Lean sources (built once into
+    # retriever.corpus_cache), whose `doc` fields are added by full name to premises that have
+    # none: a corpus from LeanDojo's records carries no docstrings, the sources do. null: the
+    # corpus folder's leandojo-real/source when there is one, else the corpus' own `doc` fields.
     docs: str | None = None
     name_weight: int = 2  # a name part counts this many times in a declaration's text
     doc_weight: int = 1  # a docstring word, this many times
