@@ -122,3 +122,10 @@ def test_docstrings_come_from_the_sources_beside_a_corpus(tmp_path):
     assert resolve_docs(tmp_path / "elsewhere", None) is None
     with pytest.raises(UserInputError, match="does not exist"):
         resolve_docs(folder, str(tmp_path / "missing"))
+
+
+def test_a_premise_that_matches_nothing_is_no_hit(informal):
+    hits = informal.retrieve(["irrational zzzunknownword"], 50, [None])[0]
+    assert hits and all(h.score > 0 for h in hits)
+    assert all("irrational" in m for m in informal.matched("irrational", [h.index for h in hits]))
+    assert informal.retrieve(["zzzunknownword"], 5, [None]) == [[]]

@@ -103,11 +103,14 @@ class InformalRetriever(ScoringRetriever):
                 [t for t, _, _ in known], [s for _, _, s in known])
 
     def score(self, states: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(states), len(self.corpus)), dtype=np.float32)
+        """Scores; a premise that matches no query word gets -inf, so it is never a hit (a
+        query of two rare words has fewer than k answers, not k padded with arbitrary ones)."""
+        out = np.full((len(states), len(self.corpus)), -np.inf, dtype=np.float32)
         for i, q in enumerate(states):
             ids, weights, _, _ = self.terms(q)
             if len(ids):
-                out[i] = self.matrix[:, ids] @ weights
+                row = self.matrix[:, ids] @ weights
+                out[i] = np.where(row > 0, row, -np.inf)
         return out
 
     def matched(self, query: str, indices: Sequence[int]) -> list[list[str]]:
