@@ -1,12 +1,12 @@
 """A learned candidate ranker for the generator (generator/tried/rerank.py): fitted, chosen, reported.
 
     # 1. the generator's candidates, with their evidence, per state (resumable, per split and premises):
-    python benchmarks/candidate_ranker.py dump --split random/val --premises none fusion --max-examples 1000
-    python benchmarks/candidate_ranker.py dump --split leandojo-real/select --premises none gold fusion
+    python benchmarks/tried/candidate_ranker.py dump --split random/val --premises none fusion --max-examples 1000
+    python benchmarks/tried/candidate_ranker.py dump --split leandojo-real/select --premises none gold fusion
     # 2. rankers fitted on random/val (tactic-level steps), each setting scored on select:
-    python benchmarks/candidate_ranker.py select
+    python benchmarks/tried/candidate_ranker.py select
     # 3. the chosen setting, fitted again the same way, scored once on report:
-    python benchmarks/candidate_ranker.py report --setting <name>
+    python benchmarks/tried/candidate_ranker.py report --setting <name>
 
 The candidates are the shipped generator's (beam 8, tactic pool, tactic neighbours), plus the
 neighbours' one-premise tactics filled with the top 3 premises shown (generator/tried/instantiate.py),
@@ -165,7 +165,7 @@ def score(args, cfg, split: str, settings: dict[str, RankerConfig], commit: str)
     gen = TacticGenerator.load(cfg.model)
     weight = gen.neighbors.cfg.weight
     result = {"benchmark": "candidate_ranker", "split": split, "fit_split": FIT_SPLIT, "git_commit": commit,
-              "command": "python benchmarks/candidate_ranker.py " + " ".join(sys.argv[1:]),
+              "command": "python benchmarks/tried/candidate_ranker.py " + " ".join(sys.argv[1:]),
               "config": to_plain(cfg), "machine": machine(), "model": cfg.model, "model_training": model_training(cfg.model),
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
               "settings": {}, "rows": [], "comparisons": []}

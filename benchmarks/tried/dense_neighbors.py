@@ -7,7 +7,7 @@ fitted on random/val statements); the same fusion with neighbors-cfr added, fitt
 The member set is chosen on leandojo-real/select; report is scored once, for the chosen set
 against the shipped one. Intervals resample theorems.
 
-    python benchmarks/dense_neighbors.py
+    python benchmarks/tried/dense_neighbors.py
 """
 from __future__ import annotations
 

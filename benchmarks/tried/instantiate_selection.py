@@ -7,7 +7,7 @@ retriever's row; `leandojo-real/report` is scored once with the chosen settings.
 resample theorems. The neighbours index the tactic-level steps of mathlib-src random/train (the
 real theorems are not in it, and every evaluated theorem is left out all the same).
 
-    python benchmarks/instantiate_selection.py [--retriever bm25+usage+neighbors-tactic]
+    python benchmarks/tried/instantiate_selection.py [--retriever bm25+usage+neighbors-tactic]
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ Every model is fitted on random/val (statement level, as train-fusion fits); Lam
 (trees, leaves) is chosen on leandojo-real/select; leandojo-real/report is scored once. Intervals
 resample theorems.
 
-    python benchmarks/ltr_fusion.py
+    python benchmarks/tried/ltr_fusion.py
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (`PremiseIndex.scan_masked`, the CPU default) against filtering a growing faiss candidate pool
 (`PremiseIndex.pool_masked`, the GPU way).
 
-    python benchmarks/masked_search.py --config configs/retrieval/benchmark_cpu.yaml
+    python benchmarks/tried/masked_search.py --config configs/retrieval/benchmark_cpu.yaml
 
 For each CFR retriever listed, states of the split are encoded once; then each method answers
 the same queries (top `k` accessible premises) one at a time (p50/p95 ms) and in batches of 64
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(compare(r, queries, args.queries, args.k, args.batch))
     result = {"benchmark": "masked-search", "dataset": ds.name, "split": cfg.data.split, "k": args.k,
               "batch": args.batch,
-              "command": " ".join(["python benchmarks/masked_search.py", *(argv if argv is not None else sys.argv[1:])]),
+              "command": " ".join(["python benchmarks/tried/masked_search.py", *(argv if argv is not None else sys.argv[1:])]),
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(), "rows": rows}
     stem = "masked-search-" + results_stem(ds, cfg.data.split, cfg.results_tag).removeprefix("retrieval-")
     write_and_print(Path(cfg.results_dir) / stem, result, markdown)

@@ -1,8 +1,8 @@
 """How much can the premises shown change the generator's suggestions? An upper bound, on select.
 
-    # the generator's candidates per state, once (benchmarks/candidate_ranker.py, resumable):
-    python benchmarks/candidate_ranker.py dump --split leandojo-real/select --premises none gold fusion
-    python benchmarks/premise_ceiling.py
+    # the generator's candidates per state, once (benchmarks/tried/candidate_ranker.py, resumable):
+    python benchmarks/tried/candidate_ranker.py dump --split leandojo-real/select --premises none gold fusion
+    python benchmarks/tried/premise_ceiling.py
 
 Issue 28 asks that fusion premises beat none at EM@8. No ordering of the candidates can gain
 more than the states whose recorded tactic is among the candidates with premises and not
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = require_clean_tree(args.allow_dirty)
     setup_logging()
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
-    command = "python benchmarks/premise_ceiling.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python benchmarks/tried/premise_ceiling.py " + " ".join(sys.argv[1:] if argv is None else argv)
     result = run(cfg, args.split, Path(args.run_dir), commit, command.strip())
     write_and_print(Path(args.results_dir) / f"premise-ceiling-mathlib-src-{args.split.replace('/', '-')}", result, markdown)
     return 0

@@ -1,7 +1,7 @@
 """The tiny retriever pipeline (tokenizer → MLM → CFR → CAR on mathlib-src-mini), trained once per
 seed, to show the test suite's tiny acceptance checks do not hinge on one lucky seed.
 
-    python benchmarks/tiny_seeds.py --seeds 42,1,2,3 --repeat 42
+    python benchmarks/tried/tiny_seeds.py --seeds 42,1,2,3 --repeat 42
 
 Per seed: CPU seconds per stage (one thread, as the test fixture trains), R@10 of the untrained
 and trained CFR, and R@5 of CFR alone and of `cfr+car` as tiny.yaml sets it, on the whole mini
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> dict:
         result = {"benchmark": "tiny-seeds", "config_path": args.config, "overrides": args.overrides,
-                  "command": " ".join(["python benchmarks/tiny_seeds.py", *(argv if argv is not None else sys.argv[1:])]),
+                  "command": " ".join(["python benchmarks/tried/tiny_seeds.py", *(argv if argv is not None else sys.argv[1:])]),
                   "git_commit": commit, "machine": machine(),
                   "rows": [rows[s] for s in order if s in rows] + [r for s, r in rows.items() if s not in order],
                   "repeats": repeats}
