@@ -124,8 +124,8 @@ class LeaseConfig(GenerateConfig):
     bare_model: bool = True
     # The trained model comes back in bf16 parts (generator/parts.py) beside the archives.
     return_model: bool = True
-    part_mib: int = 16
-    return_mib: int = 60  # of the tool's 64 MiB, the archives keep the rest
+    part_mib: float = 16.0
+    return_mib: float = 60.0  # of the tool's 64 MiB, the archives keep the rest
     # The bf16 matrix product timed in the call as the ceiling (n x n x n; 0: the device's default).
     ceiling_n: int = 0
 
@@ -911,6 +911,7 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str, part
     log.info("train: %s", training)
     back = bring_back(gen, lease, parts_dir, training)
     training["brought_back"] = back
+    write_json(out / "train" / "summary.json", training)
     if "parts" in back:
         ctx["model_back"] = (f"trained on the device; brought back in {len(back['parts'])} bf16 parts "
                              "(`python benchmarks/device_generator.py land` reassembles it)")

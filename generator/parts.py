@@ -34,7 +34,7 @@ def bf16_bytes(model: torch.nn.Module) -> int:
 def _pieces(name: str, t: torch.Tensor, max_bytes: int) -> list[tuple[str, torch.Tensor]]:
     if t.numel() * 2 <= max_bytes or t.ndim == 0 or t.shape[0] < 2:
         return [(name, t)]
-    rows = max(1, max_bytes // max(1, 2 * t[0].numel()))
+    rows = max(1, int(max_bytes // max(1, 2 * t[0].numel())))
     return [(f"{name}@@{i}", t[lo: lo + rows].contiguous()) for i, lo in enumerate(range(0, t.shape[0], rows))]
 
 
@@ -54,8 +54,8 @@ def write_parts(gen: TacticGenerator, out: str | Path, max_part_bytes: int = 16 
             continue
         seen.add(t.data_ptr())
         state[name] = t.detach().to("cpu", torch.bfloat16)
-    # Room for the safetensors header in each part.
-    budget = max_part_bytes - 64 * 1024
+    # Room for the safetensors header in each part (a few KiB for a T5's names).
+    budget = max_part_bytes - min(64 * 1024, max_part_bytes // 8)
     parts: list[dict[str, torch.Tensor]] = [{}]
     used = 0
     for name, t in state.items():
