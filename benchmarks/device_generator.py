@@ -3,7 +3,7 @@
     python benchmarks/device_generator.py pack --config configs/generator/device.yaml   # here, on CPUs
     python benchmarks/device_generator.py plan --deadline 570                          # dry run
     bash benchmarks/on_device_generator.sh 570                                         # on the lent machine
-    python benchmarks/device_generator.py land <files_at>/results.tgz                  # here, afterwards
+    python benchmarks/device_generator.py land <files_at>/results.tgz                  # here, afterwards (+ the model)
 
 `pack` writes `.devcarry/gen/` (ignored; the device tool carries it): the tactic-level training
 pairs as `generator.data` builds them (decoupled random-premise augmentation), the model's tactic
@@ -15,15 +15,27 @@ transformers, and omegaconf from a carried wheel.
 `plan` is the dry run: what travels (checkout + carried folders, against the tool's 64 MiB) and
 the planned seconds of each phase (against one call's 600 s). It exits 1 when either is over.
 
+Since issue 54 the training inputs copy the test inputs (`lease.match_retrieval`): every example
+shows premises, up to `lease.k` cut by the same byte budget, a gold tactic's premises hidden at
+the rate the fusion misses them on `lease.rate_split` (select), negatives for a tactic without
+known premises; each pair also carries its bare input (the state alone) for a no-premise model.
+
 `run` (what the shell script calls there), each phase checking the deadline, results written after
 every row so a stopped run still returns rows:
-1. sizing: each of `lease.sizes` trained a few bf16 steps on real batches; the largest whose
-   throughput sees `lease.min_epochs` of the pairs in `lease.train_seconds` is trained (the sizing
-   table is a result of its own);
-2. training: from scratch, its linear schedule ending at the step the measured throughput plans
-   (the time budget only a guard: `stopped_by` says which ended it);
-3. exact match on the first eval split (report): premises none / gold / the fusion's top k / the
-   neighbours alone (no model), intervals over theorems (benchmarks/tactic_generator.py's tables);
+0. the ceiling: a bf16 matrix product timed in the call (generator/lease_train.py);
+1. sizing: each step variant of `lease.variants` (attention path, compile, autocast) on one size,
+   then each of `lease.sizes` with the fastest, trained a few steps on real batches: examples/s,
+   FLOPs counted, share of the ceiling; the largest size whose throughput sees `lease.min_epochs`
+   of the pairs in `lease.train_seconds` is trained (the sizing table is a result of its own);
+2. training: from scratch in the lean loop (generator/lease_train.py), its linear schedule ending
+   at the step the measured throughput plans, at most `lease.epochs` (the time budget only a
+   guard: `stopped_by` says which ended it); the model's bf16 weights then written as parts of at
+   most `lease.part_mib` under `--parts` ($OUT; generator/parts.py), and, if time is left, a
+   second model on the bare inputs for the same steps;
+3. exact match on the first eval split (report): the mixture with the neighbours (as shipped)
+   and the model alone, each with premises none / gold / the fusion's top k; the neighbours alone
+   (no model); the no-premise model, mixed and alone; intervals over theorems
+   (benchmarks/tactic_generator.py's tables, plus the pairs that separate the parts);
 4. replay search (a simulator, never pass@1) on the replay split, premises fusion and none, in
    one process: searches on threads, their generator calls batched (prover/utils/batching.py);
 5. exact match on the other eval splits (select), if time is left.
