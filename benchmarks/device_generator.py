@@ -822,7 +822,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
               "dataset": ctx["dataset"], "split": split, "n_theorems_in_split": len(tasks), "n_theorems": len(done),
               "settings": {"focus_goals": True, "num_tactics": search.num_tactics, "num_beams": lease.num_beams,
                            "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
-                           "generator": "trained on the device (not kept)", "k": lease.k, "retrievers": names},
+                           "generator": ctx.get("model_back") or "trained on the device (not kept)", "k": lease.k, "retrievers": names},
               "generator_training": ctx["training"],
               "ceiling_search": {"num_tactics": search.num_tactics, "max_expansions": search.max_expansions,
                                  "timeout_s": search.timeout_s},
@@ -853,6 +853,13 @@ def bring_back(gen: Any, lease: Any, parts_dir: Path | None, training: dict) -> 
             "largest_params_back": int(lease.return_mib * PART_MIB // 2)}
     if not lease.return_model or parts_dir is None:
         return {**info, "absent": "not asked for (lease.return_model)"}
+    if need <= lease.return_mib * PART_MIB:
+        # The weights rounded to bf16 here, before any row is scored: the rows are then those of
+        # the model that comes back, and the CPU scores it the same.
+        import torch
+        with torch.no_grad():
+            for p in gen.model.parameters():
+                p.copy_(p.to(torch.bfloat16).to(p.dtype))
     try:
         written = write_parts(gen, parts_dir, lease.part_mib * PART_MIB, lease.return_mib * PART_MIB,
                               extra={k: v for k, v in training.items() if not isinstance(v, (dict, list))})
