@@ -352,7 +352,8 @@ def planned_phases(cfg: Any, deadline: float) -> dict[str, float]:
     lease = cfg.lease
     variants = list(lease.variants) or [StepVariant()]
     compiled = sum(bool(v.compile) for v in variants)
-    sizing = (PROBE_S * (len(variants) + 1 + len(lease.sizes)) + COMPILE_S * compiled) if lease.sizes else 0.0
+    # A warm-up probe, one per variant, one per size but the variants' own.
+    sizing = (PROBE_S * (len(variants) + len(lease.sizes)) + COMPILE_S * compiled) if lease.sizes else 0.0
     phases = {"start (install, imports, pack)": START_S, "bf16 ceiling": 5.0, "sizing": sizing}
     tail = lease.score_seconds + 20.0 + (10.0 if lease.return_model else 0.0)
     left = deadline - sum(phases.values()) - tail
@@ -388,6 +389,12 @@ def plan(cfg: Any, deadline: float, pack_dir: Path) -> int:
     print(f"phases (deadline {deadline:.0f} s, one call at most {CALL_LIMIT_S} s):")
     for name, s in phases.items():
         print(f"  {s:6.0f} s  {name}")
+    both = phases["train (premises)"] + phases.get("train (no premises, same steps: only if time is left)", 0.0)
+    if cfg.lease.bare_model and cfg.lease.epochs > 0:
+        pairs = json.loads((pack_dir / "manifest.json").read_text())["train_pairs"] if (pack_dir / "manifest.json").exists() else None
+        need = f"{2 * cfg.lease.epochs * pairs / both:.0f} examples/s" if pairs else "a rate known once packed"
+        print(f"  the no-premise model trains only if the first reaches {cfg.lease.epochs:g} epochs in "
+              f"{both / 2:.0f} s or less ({need})")
     print(f"back ({cfg.lease.return_mib} MiB for the model's bf16 parts of {cfg.lease.part_mib} MiB):")
     for name, n_params in size_params(cfg).items():
         mib = 2 * n_params / MIB
@@ -523,12 +530,15 @@ def measure_variants(cfg: Any, inputs: list[str], tactics: list[str], device: An
 
 
 def measure_sizes(cfg: Any, inputs: list[str], tactics: list[str], device: Any, variant: StepVariant | None = None,
-                  ceiling: float | None = None) -> list[dict]:
+                  ceiling: float | None = None, known: list[dict] = ()) -> list[dict]:
     """Examples/s and the share of the bf16 rate of each of `lease.sizes` under `variant`,
-    smallest first, until one runs out of memory."""
+    smallest first, until one runs out of memory; a size already probed with it (`known`, the
+    variant rows) is not probed again."""
+    variant = variant or StepVariant()
     rows = []
     for spec in cfg.lease.sizes:
-        row = _probe_one(cfg, spec, variant or StepVariant(), inputs, tactics, device, ceiling)
+        seen = [r for r in known if r["size"] == spec.name and r["variant"] == variant.name and "error" not in r]
+        row = dict(seen[0]) if seen else _probe_one(cfg, spec, variant, inputs, tactics, device, ceiling)
         rows.append(row)
         if "error" in row:
             break
@@ -900,7 +910,7 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str, part
     variant = StepVariant(**OmegaConf.to_container(lease.variants[0])) if lease.variants else StepVariant()
     if lease.sizes:
         variant_rows, variant = measure_variants(cfg, inputs, tactics, device, ceiling["tflops"])
-        rows = measure_sizes(cfg, inputs, tactics, device, variant, ceiling["tflops"])
+        rows = measure_sizes(cfg, inputs, tactics, device, variant, ceiling["tflops"], variant_rows)
         chosen = choose_size(rows, lease.min_epochs)
         sizing = {"benchmark": "generator-sizing", "git_commit": commit, "machine": ctx["machine"],
                   "device_kind": ctx["kind"], "command": command, "batch_size": cfg.train.batch_size,
