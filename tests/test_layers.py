@@ -136,7 +136,8 @@ def test_the_loop_check_sees_a_lazy_import(tmp_path):
 # ---------------------------------------------------------------------------------------
 # Searching and serving need no training code
 
-TRAINING = ("prover.training", "retriever.training", "generator.train")
+# generator.lease_train: the lean training loop of a GPU lease (benchmarks/device_generator.py).
+TRAINING = ("prover.training", "retriever.training", "generator.train", "generator.lease_train")
 # The command line starts training runs; the benchmarks' shared code fits the fusions it scores.
 LAUNCHERS = ("prover.commands", "prover.cli", "prover.benchmarking")
 # The settings modules hold each stage's training config beside its serving settings and nest
