@@ -633,7 +633,9 @@ def _premise(name: str) -> Any:
     return Premise(full_name=name, path="", start=(0, 0), end=(0, 0), kind="", code="", args=(), goal="")
 
 
-ALONE, BARE = "alone:", "bare:"  # row prefixes: the model without its neighbours; the no-premise model
+# Row prefixes: the model without its neighbours; the model trained without premises (the rows
+# name outcome files too, so no ':' or '/').
+ALONE, BARE = "alone-", "bare-"
 
 
 def em_conditions(fusion: str, bare: bool) -> list[tuple[str, str, bool, str]]:

@@ -98,18 +98,18 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     fusion = "bm25+usage+neighbors-tactic"
     for split in ("random-test", "random-val"):
         em = json.loads((landed / f"generator-mathlib-src-mini-{split}-device.json").read_text())
-        assert [r["condition"] for r in em["rows"]] == ["neighbors", "none", "gold", fusion, "alone:none", "alone:gold",
-                                                        f"alone:{fusion}", "bare:none", "bare:alone:none"], em["absent"]
+        assert [r["condition"] for r in em["rows"]] == ["neighbors", "none", "gold", fusion, "alone-none", "alone-gold",
+                                                        f"alone-{fusion}", "bare-none", "bare-alone-none"], em["absent"]
         assert all(r["device_kind"] == "rehearsal" and r["n"] == 12 for r in em["rows"])
         assert [r.get("neighbours_mixed") for r in em["rows"]] == [None, True, True, True, False, False, False, True, False]
         assert em["training_throughput"]["examples_per_s"] > 0 and em["training_throughput"]["share_of_bf16_rate"] > 0
         pairs = {(c["a"], c["b"]) for c in em["comparisons"] if c["metric"] == "exact_match@4"}
-        assert {("gold", "none"), (fusion, "none"), (fusion, "neighbors"), ("alone:gold", "alone:none"),
-                (f"alone:{fusion}", "alone:none"), (fusion, "bare:none"), (f"alone:{fusion}", "bare:alone:none")} <= pairs
+        assert {("gold", "none"), (fusion, "none"), (fusion, "neighbors"), ("alone-gold", "alone-none"),
+                (f"alone-{fusion}", "alone-none"), (fusion, "bare-none"), (f"alone-{fusion}", "bare-alone-none")} <= pairs
         assert em["bootstrap"]["paired_over"] == "theorems"
         assert em["bare_model_training"]["steps"] == em["model_training"]["steps"]
         assert (landed / "outcomes" / f"generator-mathlib-src-mini-{split}-device-gold.jsonl.gz").exists()
-        assert (landed / "outcomes" / f"generator-mathlib-src-mini-{split}-device-bare:none.jsonl.gz").exists()
+        assert (landed / "outcomes" / f"generator-mathlib-src-mini-{split}-device-bare-none.jsonl.gz").exists()
     rp = json.loads((landed / "search-replay-mathlib-src-mini-random-test-device.json").read_text())
     assert [r["row"] for r in rp["rows"]][1:] == ["bm25+usage+neighbors-tactic", "none"]
     assert rp["n_theorems"] == 4 and all(r["theorems"] == 4 for r in rp["rows"])
@@ -132,7 +132,7 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     examples = [EvalExample(r["theorem"], r["file_path"], None, r["state"], r["tactic"], (), 0) for r in rows]
     again = evaluate_condition(back, examples, [[] for _ in rows], 4, 16)
     em = json.loads((landed / "generator-mathlib-src-mini-random-test-device.json").read_text())
-    there = next(r for r in em["rows"] if r["condition"] == "alone:none")
+    there = next(r for r in em["rows"] if r["condition"] == "alone-none")
     assert again["exact_match@4"] == there["exact_match@4"]
     # The rows there were scored with the weights already rounded to bf16, as they came back.
     assert again["gold_loglik"] == pytest.approx(there["gold_loglik"], abs=1e-4)
@@ -154,10 +154,10 @@ def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):
              "gold": [], "fusion": []}]
     dg.em_split(gen, frozen, "random/test", rows, ctx, clock, tmp_path)
     result = json.loads((tmp_path / "generator-d-random-test-device.json").read_text())
-    assert result["rows"] == [] and set(result["absent"]) == {"neighbors", "none", "gold", "f", "alone:none", "alone:gold",
-                                                               "alone:f", "bare:none", "bare:alone:none"}
-    assert all("deadline" in why for c, why in result["absent"].items() if not c.startswith("bare:"))
-    assert result["absent"]["bare:none"] == "no model was trained without premises"
+    assert result["rows"] == [] and set(result["absent"]) == {"neighbors", "none", "gold", "f", "alone-none", "alone-gold",
+                                                               "alone-f", "bare-none", "bare-alone-none"}
+    assert all("deadline" in why for c, why in result["absent"].items() if not c.startswith("bare-"))
+    assert result["absent"]["bare-none"] == "no model was trained without premises"
 
 
 def test_dry_run_counts_what_travels_and_plans_each_phase(tiny_pack, capsys):
