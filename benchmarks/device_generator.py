@@ -206,6 +206,22 @@ def retrieval_match(rows: list[dict], corpus: Any, cfg: Any) -> dict:
             "inputs_with_gold": round(hit / n, 4)}
 
 
+def gold_survival(cfg: Any, ds: Any, corpus: Any, n_theorems: int = 400) -> float:
+    """Of the training tactics shown a gold premise, the share whose input still holds one after
+    the byte budget (the list is shuffled, so a cut can take every positive), on the first
+    `n_theorems` of the training split: the training rate is the test rate divided by it."""
+    from generator.augment import augment_examples
+    from prover.data.tactic_steps import tactic_level
+    theorems = ds.theorems(cfg.train_split)[:n_theorems]
+    if OmegaConf.select(cfg, "data.granularity", default="statement") == "tactic":
+        theorems, _ = tactic_level(theorems, cfg.input.max_target_bytes)
+    aug = OmegaConf.to_object(cfg.augment)
+    aug.positive_rate = 1.0
+    _, st = augment_examples(theorems, corpus, aug, cfg.seed, cfg.input.max_bytes, progress=False,
+                             premise_text=cfg.input.premise_text, max_state_bytes=cfg.input.max_state_bytes)
+    return st.gold_kept / max(st.with_positives, 1)
+
+
 def pack(cfg: Any, out: Path) -> dict:
     """Build the device run's data in `out` (see the module docstring); return its manifest."""
     from generator.data import build_split, data_path
@@ -285,7 +301,8 @@ def pack(cfg: Any, out: Path) -> dict:
         match = {"split": lease.rate_split, **retrieval_match(eval_rows[lease.rate_split], corpus, cfg)}
         cfg.augment.max_premises = lease.k
         cfg.augment.without_premises = "negatives"
-        cfg.augment.positive_rate = match["gold_shown_given_gold"]
+        match["train_gold_survival"] = round(gold_survival(cfg, ds, corpus), 4)
+        cfg.augment.positive_rate = round(min(1.0, match["gold_shown_given_gold"] / max(match["train_gold_survival"], 1e-6)), 4)
         log.info("pack: training inputs as %s's fusion shows them: %s", lease.rate_split, match)
     train_path, train_stats = build_split(cfg, cfg.train_split, ds, corpus)
     rows = [r for _, r in iter_jsonl(data_path(cfg, cfg.train_split))]

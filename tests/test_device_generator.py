@@ -59,11 +59,15 @@ def test_pack_holds_every_state_the_run_asks_about(tiny_pack):
     assert match["split"] == "random/val" and match["with_gold"] > 0
     assert 0 < match["gold_shown_given_gold"] < 1 and 0 < match["premises_shown_mean"] <= 5
     assert match["premises_shown_mean_by_text"]["full"] < match["premises_shown_mean_by_text"]["name"]
+    # The rate shown in training, after the byte budget's cut, is the test's: the draw's rate is
+    # the test rate over the share of drawn positives that survive the cut.
+    assert 0 < match["train_gold_survival"] <= 1
+    rate = min(1.0, round(match["gold_shown_given_gold"] / match["train_gold_survival"], 4))
     assert manifest["config"]["augment"] == {**manifest["config"]["augment"], "max_premises": 5,
-                                             "without_premises": "negatives",
-                                             "positive_rate": match["gold_shown_given_gold"]}
+                                             "without_premises": "negatives", "positive_rate": rate}
     assert aug["without_premises"] == 0 and aug["premises_shown_mean"] > 1
     assert 0 < aug["positives_per_example"]["0"] < aug["with_positives"]  # some gold tactics shown none
+    assert aug["inputs_with_gold"] / aug["with_positives"] == pytest.approx(match["gold_shown_given_gold"], abs=0.1)
     train = dg.read_rows(out / "train.jsonl.gz")
     assert all(len(r) == 3 and r[0].endswith(r[2]) and len(r[2]) < len(r[0]) for r in train[:50])
     # The replay theorems' reachable states all have premises packed (their initial state at least).
