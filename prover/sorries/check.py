@@ -20,6 +20,7 @@ from prover.env.leandojo_env import describe_error
 from prover.search.best_first import ERROR, PROVED
 from prover.env.proof_text import standalone_proof
 from prover.env.text_check import tactic_text_problem
+from prover.env.verdict import SOURCE_LEANDOJO, Evidence, decide
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +49,17 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
             counts[UNCHECKED] += 1
             log.warning("%s: could not re-check the proof: %s", a.sorry.label, a.check)
             continue
-        if ok:
+        # The one verdict on what Lean said: the file compiled with the proof in place, or not.
+        rejected = () if ok else ("lean_dojo.check_proof rejected the proof in the file (Dojo had "
+                                  "accepted it tactic by tactic): not patched",)
+        verdict = decide(Evidence(SOURCE_LEANDOJO, text_checked=True, errors=rejected, sorries_left=0),
+                         a.sorry.name)
+        if verdict.ok:
             a.check = CHECKED
             counts[CHECKED] += 1
         else:
             a.check = REJECTED
-            a.status = ERROR
-            a.reason = ("lean_dojo.check_proof rejected the proof in the file (Dojo had accepted "
-                        "it tactic by tactic): not patched")
+            a.status, a.reason = ERROR, verdict.reason
             counts[REJECTED] += 1
             log.warning("%s: %s", a.sorry.label, a.reason)
     return counts
