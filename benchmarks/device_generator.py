@@ -876,7 +876,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
 
 def bring_back(gen: Any, lease: Any, parts_dir: Path | None, training: dict) -> dict:
     """The trained model in bf16 parts under `parts_dir` (generator/parts.py), or why not."""
-    from generator.parts import MIB as PART_MIB, bf16_bytes, write_parts
+    from generator.parts import MIB as PART_MIB, bf16_bytes, round_to_bf16, write_parts
     need = bf16_bytes(gen.model)
     info = {"bf16_mib": round(need / PART_MIB, 2), "limit_mib": lease.return_mib,
             "largest_params_back": int(lease.return_mib * PART_MIB // 2)}
@@ -885,10 +885,8 @@ def bring_back(gen: Any, lease: Any, parts_dir: Path | None, training: dict) -> 
     if need <= lease.return_mib * PART_MIB:
         # The weights rounded to bf16 here, before any row is scored: the rows are then those of
         # the model that comes back, and the CPU scores it the same.
-        import torch
-        with torch.no_grad():
-            for p in gen.model.parameters():
-                p.copy_(p.to(torch.bfloat16).to(p.dtype))
+        round_to_bf16(gen.model)
+        info["rounded_to_bf16"] = True
     try:
         written = write_parts(gen, parts_dir, lease.part_mib * PART_MIB, lease.return_mib * PART_MIB,
                               extra={k: v for k, v in training.items() if not isinstance(v, (dict, list))})
@@ -977,6 +975,9 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str, part
                                         out / "train-bare", f"{size} (no premises)", variant, steps=training["steps"])
             ctx["bare_training"] = bare_training
             bare.neighbors = frozen
+            if back.get("rounded_to_bf16"):  # both models scored at the same precision
+                from generator.parts import round_to_bf16
+                round_to_bf16(bare.model)
         else:
             ctx["bare_absent"] = (f"no time for a model without premises: it needs about {needed:.0f} s "
                                   f"and {clock.left():.0f} s were left")

@@ -31,6 +31,14 @@ def bf16_bytes(model: torch.nn.Module) -> int:
     return 2 * sum(seen.values())
 
 
+@torch.no_grad()
+def round_to_bf16(model: torch.nn.Module) -> None:
+    """The weights as they will travel (bf16), kept in their own dtype: a model scored after this
+    scores as its reassembled copy does."""
+    for p in model.parameters():
+        p.copy_(p.to(torch.bfloat16).to(p.dtype))
+
+
 def _pieces(name: str, t: torch.Tensor, max_bytes: int) -> list[tuple[str, torch.Tensor]]:
     if t.numel() * 2 <= max_bytes or t.ndim == 0 or t.shape[0] < 2:
         return [(name, t)]

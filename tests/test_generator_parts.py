@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from generator.model import TacticGenerator, fresh_model
-from generator.parts import MIB, PART_NAME, assemble, bf16_bytes, write_parts
+from generator.parts import MIB, PART_NAME, assemble, bf16_bytes, round_to_bf16, write_parts
 from generator.settings import InputConfig, ModelConfig
 
 TINY = ModelConfig(d_model=64, d_ff=128, num_layers=2, num_decoder_layers=1, num_heads=2, d_kv=32, dropout=0.0)
@@ -15,9 +15,7 @@ def _gen() -> TacticGenerator:
     torch.manual_seed(0)
     gen = TacticGenerator(fresh_model(TINY), InputConfig(max_bytes=128, max_target_bytes=32, premise_text="name"))
     gen.pool = ["simp", "rfl"]
-    with torch.no_grad():  # the weights as they travel: rounded to bf16
-        for p in gen.model.parameters():
-            p.copy_(p.to(torch.bfloat16).float())
+    round_to_bf16(gen.model)  # the weights as they travel
     gen.model.eval()
     return gen
 
