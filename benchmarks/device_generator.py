@@ -966,7 +966,7 @@ def run(cfg: Any, pack_dir: Path, out: Path, deadline: float, command: str, part
     write_json(out / "train" / "summary.json", training)
     if "parts" in back:
         ctx["model_back"] = (f"trained on the device; brought back in {len(back['parts'])} bf16 parts "
-                             "(`python benchmarks/device_generator.py land` reassembles it)")
+                             "(benchmarks/device_generator.py land reassembles it)")
     bare = None
     if bare_ok:
         needed = training["seconds"] * 1.1 + reserve
