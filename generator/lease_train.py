@@ -88,7 +88,7 @@ def matmul_ceiling(device: torch.device, n: int | None = None, reps: int = 10) -
         a @ b
     sync(device)
     seconds = (time.perf_counter() - t0) / reps
-    return {"n": n, "dtype": "bf16", "tflops": round(2 * n ** 3 / seconds / 1e12, 3), "reps": reps}
+    return {"n": n, "dtype": "bf16", "tflops": round(2 * n ** 3 / seconds / 1e12, 6), "reps": reps}
 
 
 def set_attention(model: Any, attention: str) -> None:
@@ -207,7 +207,7 @@ def probe(gen: TacticGenerator, variant: StepVariant, batches: Batches, picks: S
     seconds = time.perf_counter() - t0
     n = sum(len(b) for b in picks[2:])
     row = {"variant": variant.name, "fused_adamw": trainer.fused, "examples_per_s": round(n / seconds, 1),
-           "warmup_s": round(warm, 2), "tflops": round(flops / seconds / 1e12, 4),
+           "warmup_s": round(warm, 2), "tflops": round(flops / seconds / 1e12, 6),
            "flops_per_example": round(flops / max(n, 1))}
     if ceiling_tflops:
         row["share_of_bf16_rate"] = round(row["tflops"] / ceiling_tflops, 4)
