@@ -122,6 +122,11 @@ def _cmd_data_corpus(args: argparse.Namespace) -> int:
     return run_corpus(args.project, args.out, args.backend, args.overrides)
 
 
+def _cmd_data_theorems(args: argparse.Namespace) -> int:
+    from prover.commands.data_theorems import run_theorems
+    return run_theorems(args.project, args.out, args.sorries)
+
+
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     from prover.commands.benchmark import run_benchmark_command
     return run_benchmark_command(args)
@@ -204,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "constants in the Lean REPL (needs the project built)")
     corpus.add_argument("overrides", nargs="*", help="key=value settings, e.g. repl.repl_path=DIR")
     corpus.set_defaults(func=_cmd_data_corpus)
+
+    theorems = data.add_parser("theorems", help="a Lake project's theorems from its source (name, file, position, "
+                               "header, statement, whether the proof is a sorry): a list --theorems takes")
+    theorems.add_argument("project", help="a Lake project folder (a miniF2F-lean4 checkout, say); its own files only")
+    theorems.add_argument("--out", required=True, help="JSON file to write (MiniF2F's theorem list layout)")
+    theorems.add_argument("--sorries", action="store_true", help="only the theorems whose proof holds a sorry")
+    theorems.set_defaults(func=_cmd_data_theorems)
 
     retr = sub.add_parser("retriever", help="premise retrieval").add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION")

@@ -15,8 +15,23 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from prover.data.demo import DEMO
+from prover.data.location import data_path
 
 DEMO_DATA = DEMO  # built on first use; see prover.data.demo
+
+
+def _register_resolver(name: str, fn: Any) -> None:
+    """OmegaConf 2.4 renamed `register_new_resolver` to `register_resolver` (2.3's
+    `register_resolver` is the old, different API): the one this version has."""
+    import inspect
+    if "annotation_validation" in inspect.signature(OmegaConf.register_resolver).parameters:
+        OmegaConf.register_resolver(name, fn, replace=True)
+    else:
+        OmegaConf.register_new_resolver(name, fn, replace=True)
+
+
+# `${data:mathlib-src}`: a dataset in the data folder ($PROVER_DATA, else the per-user one).
+_register_resolver("data", data_path)
 
 
 @dataclass

@@ -184,7 +184,7 @@ def test_corpus_of_a_lake_project(tmp_path, capsys):
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["packages"] == {"demo": {"files": 1, "premises": 1}, "algebra": {"files": 2, "premises": 30}}
     assert meta["problems"] == {"not_a_lake_project": 0, "packages_missing_sources": 0, "files_unreadable": 0,
-                                "duplicate_modules": 0}
+                                "duplicate_modules": 0, "links_not_followed": 0}
     assert meta["uncertain"] == {"anonymous instances (Lean names them; not listed)": 1,
                                  "irreducible_def equations (<name>_def, not listed)": 1,
                                  "to_additive names guessed (no explicit name, no #align)": 1}
@@ -207,7 +207,7 @@ def test_bad_input_is_one_line_each_and_the_rest_is_written(tmp_path, capsys):
     assert "Demo/Latin1.lean cannot be read past line 1 (not valid UTF-8 at byte 11)" in err[3]
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["problems"] == {"not_a_lake_project": 1, "packages_missing_sources": 1, "files_unreadable": 2,
-                                "duplicate_modules": 0}
+                                "duplicate_modules": 0, "links_not_followed": 0}
     rows = read_rows(out)
     assert [p["full_name"] for p in rows["Demo/Broken.lean"]["premises"]] == ["kept"]
     assert rows["Demo/Latin1.lean"]["premises"] == []

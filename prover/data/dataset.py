@@ -27,8 +27,10 @@ class Dataset:
     def __post_init__(self) -> None:
         self.root = demo_root() if str(self.root) == DEMO else Path(self.root)
         if not self.root.is_dir():
+            from prover.data.location import missing_hint
+            hint = missing_hint(self.root)
             raise DataError(f"{self.source} {self.root}", "dataset folder not found (expected "
-                            "corpus.jsonl and split folders such as random/)")
+                            "corpus.jsonl and split folders such as random/)" + (f"; {hint}" if hint else ""))
         if self.on_error not in ("raise", "skip"):
             raise ValueError(f"data.on_error must be 'raise' or 'skip', not {self.on_error!r}")
         if self.max_state_chars <= 0:

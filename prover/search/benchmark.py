@@ -156,7 +156,7 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
         memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
     ensure_corpus(cfg)  # no --corpus: the premises of the project the run is on (built once)
-    tasks = load_tasks(cfg.theorems)
+    tasks = load_tasks(cfg.theorems, cfg.env.repl.project)
     name = run_name(cfg)
     run_dir = Path(cfg.out_dir) / name
     results = ResultsFile(run_dir / "results.jsonl")

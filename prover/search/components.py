@@ -41,7 +41,7 @@ def resolve_env(cfg: Any) -> str:
     from prover.env.lean_version import choose_env, read_toolchain
     from prover.search.theorems import MINIF2F, minif2f_toolchain
     toolchain = read_toolchain(cfg.env.repl.project)
-    if toolchain is None and cfg.theorems.source == MINIF2F:
+    if toolchain is None and cfg.theorems.source == MINIF2F and not cfg.env.repl.project:
         toolchain = minif2f_toolchain(cfg.theorems.minif2f_path)
     if cfg.env.name != ENV_REPLAY:
         cfg.env.name = choose_env(cfg.env.name, toolchain)
