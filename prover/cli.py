@@ -127,6 +127,11 @@ def _cmd_data_theorems(args: argparse.Namespace) -> int:
     return run_theorems(args.project, args.out, args.sorries)
 
 
+def _cmd_data_download(args: argparse.Namespace) -> int:
+    from prover.commands.data_download import run_download
+    return run_download(args.name, args.out, args.url, args.md5, progress=not args.no_progress)
+
+
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     from prover.commands.benchmark import run_benchmark_command
     return run_benchmark_command(args)
@@ -216,6 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     theorems.add_argument("--out", required=True, help="JSON file to write (MiniF2F's theorem list layout)")
     theorems.add_argument("--sorries", action="store_true", help="only the theorems whose proof holds a sorry")
     theorems.set_defaults(func=_cmd_data_theorems)
+
+    from prover.data.download import PUBLISHED
+    dl = data.add_parser("download", help="a published dataset (LeanDojo Benchmark 4 from Zenodo): resumes a broken "
+                         "transfer, checks the MD5, unpacks, counts it as prover data stats does")
+    dl.add_argument("name", choices=sorted(PUBLISHED), help="the dataset")
+    dl.add_argument("--out", required=True, help="its folder (LeanDojo layout: corpus.jsonl, random/, novel_premises/)")
+    dl.add_argument("--url", default=None, help="a mirror of the archive (default: where its authors publish it)")
+    dl.add_argument("--md5", default=None, help="the mirror's MD5 (default: the published archive's)")
+    dl.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dl.set_defaults(func=_cmd_data_download)
 
     retr = sub.add_parser("retriever", help="premise retrieval").add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION")
