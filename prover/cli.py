@@ -127,6 +127,11 @@ def _cmd_data_theorems(args: argparse.Namespace) -> int:
     return run_theorems(args.project, args.out, args.sorries)
 
 
+def _cmd_data_extract(args: argparse.Namespace) -> int:
+    from prover.commands.data_extract import run_extract
+    return run_extract(args.project, args.out, args.corpus, args.exclude, args.n_val, args.n_test, args.seed)
+
+
 def _cmd_data_download(args: argparse.Namespace) -> int:
     from prover.commands.data_download import run_download
     return run_download(args.name, args.out, args.url, args.md5, progress=not args.no_progress)
@@ -221,6 +226,20 @@ def build_parser() -> argparse.ArgumentParser:
     theorems.add_argument("--out", required=True, help="JSON file to write (MiniF2F's theorem list layout)")
     theorems.add_argument("--sorries", action="store_true", help="only the theorems whose proof holds a sorry")
     theorems.set_defaults(func=_cmd_data_theorems)
+
+    ext = data.add_parser("extract", help="a statement-level dataset of a Lake project from its source (what "
+                          "mathlib-src is): corpus, theorems with initial goal, proof and premises, random and "
+                          "novel_premises splits")
+    ext.add_argument("project", help="a Lake project folder (its .lake/packages are read too)")
+    ext.add_argument("--out", required=True, help="new dataset folder (LeanDojo layout)")
+    ext.add_argument("--corpus", default=None, help="a dataset folder (or corpus.jsonl) whose premises resolve names "
+                     "the project's files do not declare")
+    ext.add_argument("--exclude", default=None, help="a LeanDojo split file whose theorems (by full name) are kept "
+                     "out of train, e.g. the real records held out for validation and testing")
+    ext.add_argument("--n-val", type=float, default=0.02, help="count, or fraction if < 1")
+    ext.add_argument("--n-test", type=float, default=0.02, help="count, or fraction if < 1")
+    ext.add_argument("--seed", type=int, default=3407)
+    ext.set_defaults(func=_cmd_data_extract)
 
     from prover.data.download import PUBLISHED
     dl = data.add_parser("download", help="a published dataset (LeanDojo Benchmark 4 from Zenodo): resumes a broken "
