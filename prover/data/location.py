@@ -18,6 +18,7 @@ ENV = "PROVER_DATA"
 FILLED_BY = {
     "leandojo-benchmark-4": "prover data download leandojo-benchmark-4 --out {dir}/leandojo-benchmark-4",
     "minif2f": "prover data theorems PATH/TO/miniF2F-lean4 --out {dir}/minif2f/minif2f.json",
+    "mathlib-src": "prover data extract PATH/TO/mathlib4 --out {dir}/mathlib-src",
 }
 
 
