@@ -99,11 +99,24 @@ def theorem_list(project: LakeProject, theorems: list[SourceTheorem], problems: 
     """The JSON object `prover data theorems` writes: MiniF2F's layout, plus what was read."""
     url, commit = project_origin(project.root)
     toolchain = project.root / "lean-toolchain"
+    revs = _manifest_revs(project.manifest_text)
     return {"url": url, "commit": commit,
             "lean_toolchain": toolchain.read_text(encoding="utf-8").strip() if toolchain.is_file() else None,
+            "mathlib_rev": revs.get("mathlib"), "package_revs": revs,
             "project": str(project.root), "project_key": project.key(), "builder_version": BUILDER_VERSION,
             "files": sum(1 for f in project.files if f.package == project.name),
             "problems": problems, "theorems": [asdict(t) for t in theorems]}
+
+
+def _manifest_revs(manifest_text: str) -> dict[str, str]:
+    """package -> the commit the Lake manifest pins."""
+    import json
+    try:
+        data = json.loads(manifest_text) if manifest_text else {}
+    except json.JSONDecodeError:
+        return {}
+    pkgs = data.get("packages", []) if isinstance(data, dict) else []
+    return {p["name"]: p["rev"] for p in pkgs if isinstance(p, dict) and p.get("name") and p.get("rev")}
 
 
 def cached_theorem_list(root: str | Path, cache: str | Path) -> Path:
