@@ -52,6 +52,8 @@ def test_render_state_groups_binders_and_numbers_instances():
                         "a * b =\n  c") == ("α : Type u\ninst✝¹ : Group α\ninst : Fintype α\na b c : α\n"
                                             "inst✝ : DecidableEq α\n⊢ a * b = c")
     assert render_state(["(h : p := by simp)"], "q") == "h : p\n⊢ q"
+    assert render_state(["{α β : Type*}", "(m n : ℕ)", "(n : ℕ)", "{γ : Sort*}"], "m = n") == (
+        "α : Type u_1\nβ : Type u_2\nm n✝ n : ℕ\nγ : Sort u_3\n⊢ m = n")
 
 
 def test_extract_writes_a_statement_level_dataset(tmp_path, capsys):
@@ -70,7 +72,8 @@ def test_extract_writes_a_statement_level_dataset(tmp_path, capsys):
     step = records["chain"]["traced_tactics"][0]
     assert step["tactic"] == "by\n\n  exact le_trans' (le_refl' x) h"
     assert "comment" not in step["tactic"] and step["state_after"] == "no goals"
-    assert step["state_before"] == "x y : Nat\nh : x ≤ y\n⊢ x ≤ y"
+    # every section variable in scope is a hypothesis, as in Lean v4.10's tactic proofs
+    assert step["state_before"] == "G : Type\ninst✝¹ : Mul G\ninst✝ : One G\nx y : Nat\nh : x ≤ y\n⊢ x ≤ y"
     assert [p["full_name"] for p in step["annotated_tactic"][1]] == ["Lib.le_trans'", "Lib.le_refl'"]
     assert step["annotated_tactic"][1][0]["def_path"] == ".lake/packages/lib/Lib/Basic.lean"
     assert "<a>le_trans'</a> (<a>le_refl'</a> x) h" in step["annotated_tactic"][0]

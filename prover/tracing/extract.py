@@ -5,8 +5,9 @@ What `mathlib-src` is, for any Lake project and its packages, with no Lean:
 - `corpus.jsonl`: `prover data corpus`' (`prover.data.project_corpus.build_corpus`);
 - one record per named theorem or lemma of every file (private ones left out: LeanDojo names
   them as Lean mangles them) with exactly one pseudo-step: `tactic` the whole proof text after
-  `:=` (comments removed), `state_before` its initial goal rendered from the signature (the
-  corpus row's binders, `args`, one hypothesis a line as Lean's pretty printer groups them,
+  `:=` (comments removed), `state_before` its initial goal rendered from the signature (every
+  `variable` binder in scope, then its own binders, one line per run of hypotheses of the same
+  type as Lean's pretty printer groups them,
   anonymous instances as `inst✝`, `inst✝¹`, ...; then `⊢ goal`), `state_after` "no goals",
   and `annotated_tactic` the premises the proof text names, resolved from the source as
   `prover data trace --backend repl` resolves them without Lean (`prover.tracing.repl.annotate`:
@@ -20,9 +21,9 @@ What `mathlib-src` is, for any Lake project and its packages, with no Lean:
   could not settle.
 
 Approximations, said in metadata.json: statement-level only; the rendered goal is the statement
-as written (no elaboration: coercions, implicit arguments and notation stay as written, section
-variables only as the corpus row uses them); names are resolved from text (no overloads, no
-field notation on terms).
+as written (no elaboration: coercions, implicit arguments and notation stay as written; every
+section variable in scope is a hypothesis, as Lean v4.10's tactic proofs saw them); names are
+resolved from text (no overloads, no field notation on terms).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from prover.data.corpus import Corpus
 from prover.data.jsonio import iter_jsonl, load_json, write_json
 from prover.data.lake_project import read_project
 from prover.data.lean_decls import LeanFile
-from prover.data.lean_premises import modifiers_start, strip_comments
+from prover.data.lean_premises import _Scopes, modifiers_start, strip_comments
 from prover.data.project_corpus import build_corpus
 from prover.data.splits import make_split, write_split
 from prover.data.theorem import parse_theorem
@@ -99,25 +100,38 @@ def _binder(group: str) -> tuple[str | None, str]:
 
 
 def render_state(args: list[str], goal: str) -> str:
-    """The initial goal of a statement with these binders and type, as Lean prints it:
-    one line per run of hypotheses of the same type, anonymous instances `inst✝ⁿ` numbered
-    from the last (`inst✝`) up."""
-    pairs = [_binder(a) for a in args]
-    n_anon = sum(1 for names, _ in pairs if names is None)
-    lines: list[tuple[str, str]] = []
-    k = 0
-    for names, typ in pairs:
+    """The initial goal of a statement with these binders and type, as Lean prints it: a
+    `Type*` (`Sort*`) binder gets its own universe `u_1`, `u_2`, ... in order; a name bound again
+    later is shadowed (`x✝`); anonymous instances are `inst✝ⁿ`, numbered from the last
+    (`inst✝`) up; consecutive hypotheses of the same type share a line."""
+    items: list[tuple[str | None, str]] = []
+    universes = 0
+    for names, typ in map(_binder, args):
         if names is None:
+            items.append((None, typ))
+            continue
+        for name in names.split():
+            if typ in ("Type*", "Sort*"):
+                universes += 1
+                items.append((name, f"{typ[:-1]} u_{universes}"))
+            else:
+                items.append((name, typ))
+    n_anon = sum(1 for name, _ in items if name is None)
+    lines: list[tuple[str, str, bool]] = []  # names, type, groups with the next
+    k = 0
+    for i, (name, typ) in enumerate(items):
+        if name is None:
             rank = n_anon - 1 - k
             k += 1
-            names = "inst✝" + (str(rank).translate(_SUPERSCRIPT) if rank else "")
-            lines.append((names, typ))
+            lines.append(("inst✝" + (str(rank).translate(_SUPERSCRIPT) if rank else ""), typ, False))
             continue
-        if lines and lines[-1][1] == typ and not lines[-1][0].startswith("inst✝"):
-            lines[-1] = (f"{lines[-1][0]} {names}", typ)
+        if any(later == name for later, _ in items[i + 1:]):
+            name += "✝"
+        if lines and lines[-1][1] == typ and lines[-1][2]:
+            lines[-1] = (f"{lines[-1][0]} {name}", typ, True)
         else:
-            lines.append((names, typ))
-    return "\n".join([f"{n} : {t}" for n, t in lines] + [f"⊢ {' '.join(goal.split())}"])
+            lines.append((name, typ, True))
+    return "\n".join([f"{n} : {t}" for n, t, _ in lines] + [f"⊢ {' '.join(goal.split())}"])
 
 
 def proof_text(f: LeanFile, proof_start: int, end: int) -> str:
@@ -126,6 +140,15 @@ def proof_text(f: LeanFile, proof_start: int, end: int) -> str:
     if text.startswith(":="):
         text = text[2:]
     return strip_comments(text).strip()
+
+
+def state_binders(scopes: _Scopes, at: int, row: dict) -> list[str]:
+    """The hypotheses of a theorem's initial goal: every `variable` binder in scope (a tactic
+    proof saw them all in Lean v4.10, LeanDojo Benchmark 4's), then its own binders (the corpus
+    row's `args` holds only the variables the statement names, then its own)."""
+    in_scope = scopes.binders_at(at)
+    seen = set(in_scope)
+    return in_scope + [a for a in row.get("args") or [] if a not in seen]
 
 
 def _drop_links(annotated: str, provenance: list, own: str | None, local: set[str],
@@ -156,6 +179,7 @@ def theorem_records(files: list[LeanFile], rows: dict[tuple[str, str], dict], in
     url, commit = origin
     out = []
     for f in files:
+        scopes = _Scopes.scan(f.code)
         for d in f.theorems():
             if "private" in f.code[modifiers_start(f.code, d.start):d.start].split():
                 stats["private (left out)"] += 1
@@ -175,7 +199,7 @@ def theorem_records(files: list[LeanFile], rows: dict[tuple[str, str], dict], in
                 "url": url, "commit": commit, "file_path": f.path, "full_name": d.name,
                 "start": f.leandojo_pos(d.start), "end": f.leandojo_pos(d.end),
                 "traced_tactics": [{"tactic": tactic, "annotated_tactic": [annotated, kept],
-                                    "state_before": render_state(row.get("args") or [], row["goal"]),
+                                    "state_before": render_state(state_binders(scopes, d.start, row), row["goal"]),
                                     "state_after": "no goals"}]})
     return out
 
