@@ -164,9 +164,11 @@ def markdown(r: dict) -> str:
         f"records, which mathlib-src version 2 left out of its records; the others, e.g. "
         f"{', '.join(f'`{x}`' for x in th['examples_ours_only'][:4])}. Only in mathlib-src: "
         f"{th['mathlib_src_only']:,} (e.g. {', '.join(f'`{x}`' for x in th['examples_mathlib_src_only'][:4])}).", "",
-        "The rendered initial state is the statement as written (the binders the statement uses, then the "
-        "type): mathlib-src renders every section variable in scope, as Lean v4.10 did, so few states are "
-        "equal character for character. Not settled from the source (counted in metadata.json):", ""]
+        "The initial state is every section variable in scope, then the theorem's binders, then its type as "
+        "written, Lean's way of grouping and naming hypotheses (`inst✝ⁿ`, `x✝`, `Type u_n`). What still differs "
+        "from mathlib-src's rendering is elaboration: coercions and type ascriptions in the goal (written "
+        "`(φ : A → B) a`, printed `↑φ a`), binders written without a type, notation's spacing. Not settled "
+        "from the source (counted in metadata.json):", ""]
     lines += [f"- {k}: {v:,}" for k, v in e["not_settled"].items()]
     return "\n".join(lines) + "\n"
 

@@ -52,8 +52,8 @@ def test_render_state_groups_binders_and_numbers_instances():
                         "a * b =\n  c") == ("α : Type u\ninst✝¹ : Group α\ninst : Fintype α\na b c : α\n"
                                             "inst✝ : DecidableEq α\n⊢ a * b = c")
     assert render_state(["(h : p := by simp)"], "q") == "h : p\n⊢ q"
-    assert render_state(["{α β : Type*}", "(m n : ℕ)", "(n : ℕ)", "{γ : Sort*}"], "m = n") == (
-        "α : Type u_1\nβ : Type u_2\nm n✝ n : ℕ\nγ : Sort u_3\n⊢ m = n")
+    assert render_state(["{α β : Type*}", "(m n : ℕ)", "(n : ℕ)", "{γ : Sort*}", "(π : α → Type*)"], "m = n") == (
+        "α : Type u_1\nβ : Type u_2\nm n✝ n : ℕ\nγ : Sort u_3\nπ : α → Type u_4\n⊢ m = n")
 
 
 def test_extract_writes_a_statement_level_dataset(tmp_path, capsys):

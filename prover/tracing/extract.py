@@ -62,6 +62,7 @@ TACTIC_WORDS = frozenset((
     "first", "try", "all_goals", "any_goals", "on_goal", "swap", "rotate", "pick_goal", "case", "next",
     "induction_on", "refine_lift", "apply_fun", "haveI", "letI", "inhabit", "by_cases!", "wlog", "rename_i"))
 _LINK = re.compile(r"<a>(.*?)</a>", re.S)
+_STAR_UNIVERSE = re.compile(r"\b(Type|Sort)\*")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _OPEN, _CLOSE = "([{⦃⟨", ")]}⦄⟩"
 
@@ -111,9 +112,12 @@ def render_state(args: list[str], goal: str) -> str:
             items.append((None, typ))
             continue
         for name in names.split():
-            if typ in ("Type*", "Sort*"):
-                universes += 1
-                items.append((name, f"{typ[:-1]} u_{universes}"))
+            if "Type*" in typ or "Sort*" in typ:  # `Type*`, `α → Type*`: a universe per occurrence
+                def fresh(m: re.Match) -> str:
+                    nonlocal universes
+                    universes += 1
+                    return f"{m.group(1)} u_{universes}"
+                items.append((name, _STAR_UNIVERSE.sub(fresh, typ)))
             else:
                 items.append((name, typ))
     n_anon = sum(1 for name, _ in items if name is None)
@@ -147,8 +151,12 @@ def state_binders(scopes: _Scopes, at: int, row: dict) -> list[str]:
     proof saw them all in Lean v4.10, LeanDojo Benchmark 4's), then its own binders (the corpus
     row's `args` holds only the variables the statement names, then its own)."""
     in_scope = scopes.binders_at(at)
+    args = list(row.get("args") or [])
     seen = set(in_scope)
-    return in_scope + [a for a in row.get("args") or [] if a not in seen]
+    used = 0  # the row's args start with the variables it uses; a binder of its own may repeat one
+    while used < len(args) and args[used] in seen:
+        used += 1
+    return in_scope + args[used:]
 
 
 def _drop_links(annotated: str, provenance: list, own: str | None, local: set[str],
