@@ -74,6 +74,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      args.ray, args.overrides, args.generator)
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    from prover.commands.search import run_search
+    return run_search(args.query, args.k, args.json, args.corpus, args.docs, args.queries)
+
+
 def _cmd_generator_build_data(args: argparse.Namespace) -> int:
     from prover.commands.generator import run_build_data
     return run_build_data(args.config, args.overrides, args.split, args.force)
@@ -292,6 +297,17 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment (ray.num_replicas)")
     srv.add_argument("overrides", nargs="*", help="key=value config overrides")
     srv.set_defaults(func=_cmd_serve)
+
+    srch = sub.add_parser("search", help="informal premise search: plain English, LaTeX, a theorem's "
+                          "name or a Lean-like term (no trained model needed)")
+    srch.add_argument("query", nargs="?", default=None, help='e.g. "the square root of two is irrational"')
+    srch.add_argument("--k", type=int, default=10, help="hits (default 10)")
+    srch.add_argument("--json", action="store_true", help="a JSON list of hits (full_name, score, matched, ...)")
+    srch.add_argument("--corpus", default=None, help="dataset folder (default: $PROVER_DATA/mathlib-src)")
+    srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
+                      "(default: the corpus folder's leandojo-real/source, when present)")
+    srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
+    srch.set_defaults(func=_cmd_search)
 
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(
         dest="generator_command", required=True, metavar="ACTION")

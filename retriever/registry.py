@@ -69,6 +69,15 @@ def _bm25_plain(corpus: Corpus, s: Scope) -> Retriever:
     return BM25Retriever(corpus, replace(s.settings.bm25, tokenizer="plain", fields=["name", "code"]))
 
 
+def _informal(corpus: Corpus, s: Scope) -> Retriever:
+    # Plain English, LaTeX, theorem names, Lean-like terms (issue 51; retriever/informal/).
+    from retriever.informal.retriever import InformalRetriever, resolve_docs
+    cfg = s.settings.informal
+    # Docstrings joined by name: informal.docs, else the real sources beside the corpus folder.
+    docs = resolve_docs(s.settings.corpus, cfg.docs, s.settings.corpus_cache)
+    return InformalRetriever(corpus, replace(cfg, docs=docs))
+
+
 def _locality(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.priors import LocalityRetriever
     return LocalityRetriever(corpus)
@@ -437,6 +446,7 @@ def _hybrid(corpus: Corpus, s: Scope) -> Retriever:
 REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "bm25": _bm25,
     "bm25-plain": _bm25_plain,
+    "informal": _informal,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
     "cfr+car": _cfr_car("cfr", None),

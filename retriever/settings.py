@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
+from retriever.informal.settings import InformalConfig
 from prover.training.settings import Recipe, TrainRunConfig
 from prover.utils.byt5 import ByT5Size
 
@@ -205,6 +206,7 @@ class RetrieverConfig:
 
     name: str = "bm25"
     bm25: BM25Config = field(default_factory=BM25Config)
+    informal: InformalConfig = field(default_factory=InformalConfig)  # retriever `informal`
     # Trained retrievers (cfr, cfr+car, reprover, hybrid) are read from the run folder of a
     # retriever training config (configs/retriever/*.yaml); run_dir overrides the one it names.
     models: str | None = None

@@ -284,7 +284,7 @@ def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
     assert {"/search", "/premise/{full_name}", "/health", "/admin/reload", "/generate", "/encode"} <= set(schema["paths"])
     req = schema["components"]["schemas"]["SearchRequest"]
-    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "file_path", "position", "imports"}
+    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "mode", "file_path", "position", "imports"}
     assert req["required"] == ["state"]
     hit = schema["components"]["schemas"]["Hit"]
     assert {"full_name", "statement", "kind", "path", "line", "score", "rank"} <= set(hit["properties"])
