@@ -395,7 +395,7 @@ def test_missing_index_is_refused_with_the_command_to_build_it(tmp_path, run_dir
 
 
 def test_index_may_name_the_cfr_index_folder(run_dir, mini_root, models):
-    loaded = load(make_cfg(run_dir / "cfr" / "index", mini_root, models, "retrievers=[cfr]", "rerank=false"))
+    loaded = load(make_cfg(run_dir / "cfr" / "index", mini_root, models, "retrievers=[cfr]", "load_car=false"))
     assert loaded.index_path == str(run_dir) and list(loaded.first_stages) == ["cfr"]
 
 
@@ -437,7 +437,7 @@ def test_prover_serve_command_binds_loopback(small, tmp_path):
     env = {**os.environ, "PROVER_SERVE_TOKEN": ""}
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "prover.cli", "serve", "--corpus", str(corpus_dir),
-                                 "--port", str(port), "--retrievers", "bm25", "rerank=false"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+                                 "--port", str(port), "--retrievers", "bm25"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 90
         while True:

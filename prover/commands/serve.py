@@ -1,7 +1,7 @@
 """`prover serve`: the premise search engine over HTTP (uvicorn), or as a Ray Serve deployment.
 
     prover serve --index runs/retriever-tiny --corpus ../shared/data/mathlib-src-mini
-    prover serve --corpus ../shared/data/mathlib-src --retrievers bm25 rerank=false
+    prover serve --corpus ../shared/data/mathlib-src --retrievers bm25
     prover serve --config configs/serve/tiny.yaml --generator tiny=runs/generator-tiny/generator/model
 
 `--index` is a retriever run folder (or its cfr/index folder) and `--corpus` the dataset folder
