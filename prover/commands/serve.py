@@ -63,11 +63,14 @@ def check_paths(cfg: Any) -> None:
     seconds of loading, and their log lines, would only bury the mistake."""
     expected = {"index": "a retriever run folder such as runs/retriever-tiny, or its cfr/index folder",
                 "corpus": "the LeanDojo dataset folder the index was built from"}
+    from prover.data.demo import DEMO
     missing = []
     for key, what in expected.items():  # the index first: it is the primary argument
         path = OmegaConf.select(cfg, PATH_FLAGS[key])
-        if path and not Path(path).exists():
-            missing.append(f"--{key} {path} does not exist (expected {what})")
+        if path and path != DEMO and not Path(path).exists():
+            # The demo's run folder: the command that makes it is known.
+            made_by = "; `prover demo` makes it" if Path(path).parts[:2] == ("runs", "demo") else ""
+            missing.append(f"--{key} {path} does not exist (expected {what}{made_by})")
     if missing:
         raise UserInputError("; ".join(missing))
 
