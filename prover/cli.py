@@ -311,12 +311,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_out(out: str | None) -> None:
+    """Every `--out` names a folder: an existing file there is refused before any work."""
+    from pathlib import Path
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file: name a folder (a new one, or one to write into)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     setup_logging(args.verbose)
     try:
         # A bare word where a key=value belongs is answered before any command loads its code.
         check_overrides(getattr(args, "overrides", None) or [])
+        check_out(getattr(args, "out", None))
         return args.func(args)
     except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
