@@ -510,3 +510,14 @@ def test_committed_load_results_cover_every_mode_and_shed_only_past_the_bound():
     assert not result["git_commit"].endswith("-dirty")
     md = (REPO / "benchmarks" / "results" / "serve-tiny.md").read_text()
     assert "| cfr+car | 64 |" in md and "| generate:tiny | 64 |" in md and "no bound on waiting requests" in md
+
+
+def test_old_rerank_key_is_read_as_load_car_with_a_warning(caplog):
+    """`rerank: true` in a serve config meant "load CAR"; it is `load_car` now (issue 48), and the
+    old key still works, said once."""
+    from prover.serve.loading import load_car_setting
+    assert load_car_setting(load_config(ServeConfig, None, [])) is None  # default: when the run has one
+    with caplog.at_level("WARNING"):
+        assert load_car_setting(load_config(ServeConfig, None, ["rerank=false"])) is False
+    assert "serve config key `rerank` is now `load_car`" in caplog.text
+    assert load_car_setting(load_config(ServeConfig, None, ["load_car=true"])) is True

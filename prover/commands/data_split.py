@@ -29,12 +29,12 @@ def run_split(data: str, source: str, strategy: str, out: str, seed: int, n_val:
     out_dir = Path(out)  # (a file there is refused by the CLI, with every --out)
     ds = Dataset(Path(data))
     theorems = [t for part in ("train", "val", "test") for t in ds.theorems(f"{source}/{part}")]
-    log.info("re-splitting %d theorems of %s/%s", len(theorems), ds.name, source)
     k_val, k_test = _size(n_val, len(theorems)), _size(n_test, len(theorems))
     if isinstance(k_val, int) and isinstance(k_test, int) and k_val + k_test >= len(theorems):
         raise UserInputError(f"--n-val {k_val} + --n-test {k_test} leave no training theorem of the "
                              f"{len(theorems):,} in {ds.root}/{source}: pass smaller counts or "
                              f"fractions (e.g. --n-val 0.05 --n-test 0.05)")
+    log.info("re-splitting %d theorems of %s/%s", len(theorems), ds.name, source)
     # Split first: a mistake found there leaves nothing written.
     split = make_split(theorems, strategy, k_val, k_test, seed=seed, length_measure=length_measure)
     corpus_src = next(p for p in (ds.root / "corpus.jsonl", ds.root / "corpus.jsonl.gz") if p.exists())
