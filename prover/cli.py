@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--out", required=True, help="output dataset folder (LeanDojo layout)")
     split.add_argument("--seed", type=int, default=3407)
     split.add_argument("--n-val", type=float, default=None, help="count, or fraction if < 1 (default: "
-                       "2000 as LeanDojo's, or 5%% of the theorems of a dataset under 80,000)")
+                       "2000 as LeanDojo's, or 5%% of the theorems of a dataset under 40,000)")
     split.add_argument("--n-test", type=float, default=None, help="count, or fraction if < 1 (default: as --n-val)")
     split.add_argument("--length-measure", choices=["tactics", "chars"], default="tactics",
                        help="proof length for pl: tactic count, or characters of the proof text")
