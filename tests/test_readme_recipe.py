@@ -103,3 +103,24 @@ def test_served_fusion_without_a_file_answers_from_the_state(recipe_run, mini_ro
         assert with_file.context is not None and len(with_file.hits) == 10
     finally:
         service.close()
+
+
+def test_fusion_context_benchmark_scores_the_run_with_and_without_a_file(recipe_run, mini_root, tmp_path):
+    """benchmarks/fusion_context.py, the script for the CPU recipe's row on leandojo-real/select,
+    on this run and mini random/val: without a file the fusion keeps above BM25 alone, and above
+    the fusion whose file-bound members still vote (what shipped before issue 48)."""
+    from conftest import benchmark_script
+    run, _ = recipe_run
+    script = benchmark_script("fusion_context")
+    script.main(["--config", str(REPO / CPU), "--run-dir", str(run), "--split", "random/val",
+                 "--results-dir", str(tmp_path), "--allow-dirty", f"data.root={mini_root}"])
+    result = json.loads((tmp_path / "fusion-context-mathlib-src-mini-random-val.json").read_text())
+    rows = {r["row"].split(" (")[0] + (" (no file)" if "no file" in r["row"] else "")
+            + (" before" if "before" in r["row"] else ""): r for r in result["rows"]}
+    assert result["n_queries"] == 111
+    with_file, no_file = rows["fusion"]["R@10"], rows["fusion (no file)"]["R@10"]
+    before = rows["fusion (no file) before"]
+    assert with_file > no_file > rows["bm25 (no file)"]["R@10"]
+    assert no_file > before["R@10"]
+    assert rows["fusion (no file)"]["top 10 with a corpus-head premise"] == 0.0
+    assert before["top 10 with a corpus-head premise"] > 0.9
