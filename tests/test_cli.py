@@ -4,15 +4,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from conftest import REPO
+from serve_process import serving
 
 from prover.data.theorem import load_theorems
 
@@ -73,29 +72,10 @@ def test_the_readme_first_serve_line_starts_from_what_the_demo_left(demo_run):
     line = next(l for l in (REPO / "README.md").read_text().splitlines() if l.startswith("prover serve"))
     words = shlex.split(line.split("#", 1)[0])
     assert words == ["prover", "serve", "--config", "configs/serve/demo.yaml"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "prover.cli", *words[1:], f"port={port}"], cwd=tmp_path,
-                                stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.5)
+    with serving(words[1:], tmp_path, env, tmp_path / "serve.log", timeout_s=120) as (url, health):
         assert health["retrievers"] == ["cfr-conventional", "bm25"] and health["rerank"] is False
-        r = httpx.post(f"http://127.0.0.1:{port}/search", json={"state": "a b : ℕ\n⊢ a + b = b + a", "k": 5})
+        r = httpx.post(f"{url}/search", json={"state": "a b : ℕ\n⊢ a + b = b + a", "k": 5})
         assert r.status_code == 200 and len(r.json()["results"]) == 5
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def test_serve_names_the_command_that_makes_the_demo_run(tmp_path):

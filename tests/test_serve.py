@@ -37,6 +37,7 @@ from prover.serve.server import BackgroundServer
 from prover.serve.service import SearchService
 from prover.serve.settings import ServeBenchmarkConfig, ServeConfig
 from retriever.registry import build_retriever
+from serve_process import serving
 from serve_models import index_other_corpus, models_yaml, standin_run, subset_corpus
 
 TOKEN = "s3cret-token"
@@ -432,34 +433,15 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
 def test_prover_serve_command_binds_loopback(small, tmp_path):
     """`prover serve` as a user runs it, in its own process: BM25 over the small corpus."""
     corpus_dir, _ = small
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path / "serve.log"
     env = {**os.environ, "PROVER_SERVE_TOKEN": ""}
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "prover.cli", "serve", "--corpus", str(corpus_dir),
-                                 "--port", str(port), "--retrievers", "bm25"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                h = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.3)
+    with serving(["serve", "--corpus", str(corpus_dir), "--retrievers", "bm25"], REPO, env,
+                 tmp_path / "serve.log") as (url, h):
         assert h["retrievers"] == ["bm25"] and h["rerank"] is False and h["admin"] is False
-        r = httpx.post(f"http://127.0.0.1:{port}/search", json={"state": "⊢ True", "rerank": True})
+        r = httpx.post(f"{url}/search", json={"state": "⊢ True", "rerank": True})
         assert r.status_code == 400 and "re-ranking is not available" in r.json()["error"]
-        r = httpx.post(f"http://127.0.0.1:{port}/search", json={"state": ServeConfig.example_state, "k": 4})
+        r = httpx.post(f"{url}/search", json={"state": ServeConfig.example_state, "k": 4})
         assert r.status_code == 200 and len(r.json()["results"]) == 4
-        assert f"http://127.0.0.1:{port}/" in log.read_text()
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        assert f"{url}/" in (tmp_path / "serve.log").read_text()
 
 
 def test_batcher_groups_by_key_and_reports_errors():
