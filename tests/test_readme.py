@@ -157,3 +157,33 @@ def test_readme_lines_run_as_written_in_a_clean_folder(tmp_path, data_root):
         assert "Traceback" not in done.stderr, line
     assert (clone / "runs" / "splits" / "ri" / "test.json").is_file()
     assert (clone / "runs" / "eval" / "bm25" / "metrics.json").is_file()
+
+
+# What the README says takes `--config` and `key=value` overrides (issue 48: it said every
+# command did, and `data stats`, `data split`, `data trace` and `generator suggest` do not).
+CONFIG_COMMANDS = ["demo", "retriever pretrain", "retriever train-cfr", "retriever index",
+                   "retriever train-fusion", "retriever train-car", "retriever train-reprover",
+                   "retriever eval", "generator build-data", "generator train", "generator neighbors",
+                   "benchmark", "prove-sorries", "serve"]
+
+
+def _help(command: str, capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([*command.split(), "--help"])
+    return capsys.readouterr().out
+
+
+def test_the_commands_the_readme_says_take_a_config_do(capsys):
+    text = re.sub(r"\s+", " ", README)
+    assert ("The pipeline's commands (`demo`, `retriever ...`, `generator build-data`/`train`/`neighbors`, "
+            "`benchmark`, `prove-sorries`, `serve`) take a YAML config (`--config`) and `key=value` overrides") in text
+    assert "`-v` (debug logs) goes before or after the subcommand" in text
+    for command in CONFIG_COMMANDS:
+        out = _help(command, capsys)
+        assert "--config" in out and "overrides" in out and "-v, --verbose" in out, command
+        if command.startswith("generator"):
+            assert "configs/generator/" in out and "configs/retriever/" not in out, command
+    for command in ("data stats", "data split", "data trace", "generator suggest"):
+        assert "--config" not in _help(command, capsys), command  # flags, as the README says
+    from prover.cli import _parse
+    assert _parse(["demo", "-v"]).verbose and _parse(["-v", "demo"]).verbose and not _parse(["demo"]).verbose
