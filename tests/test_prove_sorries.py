@@ -196,7 +196,7 @@ def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, 
         (BASIC, "SorryProject.by_newline", "by\n  have h := Nat.add_comm a b\n  exact h"),
         (BASIC, "SorryProject.Inner.nested_ns", "by\n  rw [Nat.mul_comm]\n  exact Nat.one_mul x")])
     assert report["check"] == ("re-checked with lean_dojo.check_proof: 4 accepted, 0 rejected "
-                               "(not patched), 0 could not be checked")
+                               "(not patched), 0 could not be checked (not patched)")
     assert {s["check"] for s in report["sorries"] if s["status"] == "proved"} == {"checked"}
     said = capsys.readouterr().out
     assert report["check"] in (out / "report.md").read_text() and report["check"] in said

@@ -158,11 +158,11 @@ def test_recheck_before_writing(tmp_path):
 
     printed = []
 
-    def command(cmd, env=None):  # `#print axioms` in the file's environment (Lean's format)
+    def command(cmd, env=None, timeout=None):  # `#print axioms` in the file's environment (Lean's format)
         printed.append(cmd)
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [propext]"}]}
 
-    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command, replay=lambda env: ("", env))
     assert counts == {CHECKED: 1, REJECTED: 1, "unchecked": 0}
     assert [a.check for a in attempts] == [CHECKED, REJECTED] and attempts[1].status == "error"
     assert printed[-1] == "#print axioms a"
@@ -187,10 +187,10 @@ def test_recheck_before_writing_refuses_sorry_axioms_and_escaping_text(tmp_path)
         files.append(path.read_text())
         return {"env": 0, "messages": [], "sorries": [{"goal": "g"}] * path.read_text().count("sorry")}
 
-    def command(cmd, env=None):
+    def command(cmd, env=None, timeout=None):
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [sorryAx]"}]}
 
-    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command, replay=lambda env: ("", env))
     assert counts == {CHECKED: 0, REJECTED: 2, "unchecked": 0}
     assert "command keyword `axiom`" in attempts[1].reason
     assert not any("axiom cheat" in f for f in files)
