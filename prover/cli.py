@@ -152,10 +152,11 @@ def _cmd_prove_sorries(args: argparse.Namespace) -> int:
     return run_prove_sorries(args)
 
 
-def _config_command(sub, name: str, help: str, func) -> argparse.ArgumentParser:
+def _config_command(sub, name: str, help: str, func,
+                    example: str = "configs/retriever/tiny.yaml") -> argparse.ArgumentParser:
     """A subcommand that takes `--config FILE` and `key=value` overrides."""
     cmd = sub.add_parser(name, help=help)
-    cmd.add_argument("--config", default=None, help="YAML config, e.g. configs/retriever/tiny.yaml")
+    cmd.add_argument("--config", default=None, help=f"YAML config, e.g. {example}")
     cmd.add_argument("overrides", nargs="*", help="key=value config overrides")
     cmd.set_defaults(func=func)
     return cmd
@@ -190,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--strategy", required=True, choices=["random", "ri", "pl", "pf"])
     split.add_argument("--out", required=True, help="output dataset folder (LeanDojo layout)")
     split.add_argument("--seed", type=int, default=3407)
-    split.add_argument("--n-val", type=float, default=2000, help="count, or fraction if < 1")
-    split.add_argument("--n-test", type=float, default=2000, help="count, or fraction if < 1")
+    split.add_argument("--n-val", type=float, default=None, help="count, or fraction if < 1 (default: "
+                       "2000 as LeanDojo's, or 5%% of the theorems of a dataset under 40,000)")
+    split.add_argument("--n-test", type=float, default=None, help="count, or fraction if < 1 (default: as --n-val)")
     split.add_argument("--length-measure", choices=["tactics", "chars"], default="tactics",
                        help="proof length for pl: tactic count, or characters of the proof text")
     split.set_defaults(func=_cmd_data_split)
@@ -312,12 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(
         dest="generator_command", required=True, metavar="ACTION")
     bd = _config_command(gen, "build-data", "write premise-augmented (input, tactic) pairs and their statistics",
-                         _cmd_generator_build_data)
+                         _cmd_generator_build_data, example="configs/generator/tiny.yaml")
     bd.add_argument("--split", action="append", help="split to build (repeatable; default: train and val)")
     bd.add_argument("--force", action="store_true", help="rebuild even if up to date")
-    _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train)
+    _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train,
+                    example="configs/generator/tiny.yaml")
     _config_command(gen, "neighbors", "index the training states' tactics into the trained model "
-                    "(kNN candidates mixed into its suggestions)", _cmd_generator_neighbors)
+                    "(kNN candidates mixed into its suggestions)", _cmd_generator_neighbors,
+                    example="configs/generator/tiny.yaml")
     sg = gen.add_parser("suggest", help="print tactic suggestions for a proof state")
     sg.add_argument("--model", required=True, help="trained generator folder (…/generator/model)")
     sg.add_argument("--state", required=True, help="file holding the proof state")
@@ -340,7 +344,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "patches that replace exactly those sorrys")
     sorry_args.add_arguments(ps)
     ps.set_defaults(func=_cmd_prove_sorries)
+    _verbose_after_subcommands(p)
     return p
+
+
+def _verbose_after_subcommands(parser: argparse.ArgumentParser) -> None:
+    """`-v` after the subcommand too (`prover demo -v`), as before it. Unset there unless given,
+    so `prover -v demo` keeps what it set."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                if not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+                    sub.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                     help="debug logging")
+                _verbose_after_subcommands(sub)
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -356,12 +373,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_out(out: str | None) -> None:
+    """Every `--out` names a folder: an existing file there is refused before any work."""
+    from pathlib import Path
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file: name a folder (a new one, or one to write into)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     setup_logging(args.verbose)
     try:
         # A bare word where a key=value belongs is answered before any command loads its code.
         check_overrides(getattr(args, "overrides", None) or [])
+        check_out(getattr(args, "out", None))
         return args.func(args)
     except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -70,11 +70,27 @@ def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
     return ConfigError(f"config key {key!r} in {source}: {str(e).splitlines()[0]}")
 
 
+def _read_yaml(path: str) -> Any:
+    """The file parsed, or a ConfigError naming where YAML's parser stopped and why, in one line."""
+    import yaml
+    try:
+        return OmegaConf.load(path)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        why = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"config file {path}{where}: not valid YAML ({why})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path}: not a text file (expected YAML)") from None
+
+
 def load_yaml(path: str, _seen: tuple[str, ...] = ()) -> Any:
     """The YAML file at `path`, over the file its `extends:` key names (relative to it), recursively."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"config file {path} not found")
-    node = OmegaConf.load(path)
+    if os.path.isdir(path):
+        raise ConfigError(f"config file {path} is a folder: pass a YAML file in it")
+    node = _read_yaml(path)
     base = node.pop("extends", None) if OmegaConf.is_dict(node) else None
     if base is None:
         return node

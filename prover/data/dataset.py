@@ -9,6 +9,7 @@ from pathlib import Path
 from prover.data.corpus import Corpus
 from prover.data.demo import DEMO, demo_root
 from prover.data.errors import DataError, SkipLog
+from prover.data.jsonio import resolve
 from prover.data.halves import SOURCE as HALVES_SOURCE
 from prover.data.halves import half_keys, is_half, theorem_key
 from prover.data.theorem import DEFAULT_MAX_STATE_CHARS, Theorem, load_theorems, split_path
@@ -64,6 +65,11 @@ class Dataset:
         mark = self._mark()
         corpus = Corpus.load(self.root / "corpus.jsonl", skips=self._skips())
         self._warn_skipped(self.root / "corpus.jsonl", mark)
+        if not len(corpus):  # nothing to rank: every later step would fail far from the cause
+            raise DataError(resolve(self.root / "corpus.jsonl"),
+                            ("empty" if not corpus.files else f"{len(corpus.files)} files, no premise")
+                            + ": a corpus with no premise to rank (expected LeanDojo's corpus.jsonl, "
+                            "one line per Lean file with its premises)")
         return corpus
 
     def theorems(self, split: str) -> list[Theorem]:
