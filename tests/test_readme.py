@@ -103,6 +103,29 @@ README_LINES = {
         "tests/test_cli.py::test_the_readme_first_serve_line_starts_from_what_the_demo_left",
     "prover serve --config configs/serve/cpu.yaml":
         "long training; tests/test_readme_recipe.py serves its fusion at tiny sizes",
+    'prover search "the square root of two is irrational" --k 5':
+        "tests/test_search_cli.py (the same command on mathlib-src-mini)",
+    # The section for a user with Lean: Lean, the network and a cluster are not here.
+    "export PROVER_DATA=~/prover-data": "a shell line; tests/test_data_location.py reads PROVER_DATA",
+    "git clone https://github.com/yangky11/miniF2F-lean4 && cd miniF2F-lean4 && lake exe cache get && "
+    "lake build && cd ..": "needs the network and Lean",
+    "prover data theorems miniF2F-lean4 --sorries --out runs/minif2f.json":
+        "tests/test_project_theorems.py (the committed miniF2F-lean4 fixture)",
+    "prover data corpus miniF2F-lean4 --out runs/corpora/miniF2F-lean4": "tests/test_minif2f_project_corpus.py",
+    'prover data download leandojo-benchmark-4 --out "$PROVER_DATA/leandojo-benchmark-4"':
+        "the network; tests/test_data_download.py serves the same layout on 127.0.0.1",
+    'prover retriever pretrain --config configs/retriever/cpu.yaml data.root="$PROVER_DATA/leandojo-benchmark-4"':
+        "long training on LeanDojo Benchmark 4",
+    "prover benchmark --theorems minif2f --split test --env repl --retriever none,bm25,fusion,reprover "
+    "--retriever-models configs/retriever/cpu.yaml --generator kaiyuy/leandojo-lean4-tacgen-byt5-small "
+    "env.repl.project=miniF2F-lean4 retriever.training_data=\"$PROVER_DATA/leandojo-benchmark-4\" "
+    "'retriever.model_overrides=[reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small]'": "needs Lean",
+    "ray job submit --address http://HEAD:8265 -- prover benchmark --theorems minif2f --split test --env repl "
+    "--retriever none,bm25,fusion,reprover --retriever-models configs/retriever/cpu.yaml "
+    "--generator kaiyuy/leandojo-lean4-tacgen-byt5-small env.repl.project=/mnt/shared/miniF2F-lean4 "
+    "retriever.training_data=/mnt/shared/prover-data/leandojo-benchmark-4 "
+    "'retriever.model_overrides=[reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small]'":
+        "needs Lean and a Ray cluster",
 }
 RECIPE = "long training; tests/test_readme_recipe.py runs these lines as written at tiny sizes"
 
