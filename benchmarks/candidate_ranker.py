@@ -35,8 +35,8 @@ from generator.model import TacticGenerator
 from generator.rerank import CandidateRanker, RankerConfig
 from generator.settings import GenerateConfig, GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
-from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
-                                         mean_interval, paired_intervals, parser, require_clean_tree,
+from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, corrections_markdown, load_config, machine,
+                                         mean_interval, model_training, paired_intervals, parser, require_clean_tree,
                                          to_plain, write_and_print)
 from prover.data.dataset import Dataset
 from prover.data.tactic_steps import tactic_level
@@ -165,7 +165,7 @@ def score(args, cfg, split: str, settings: dict[str, RankerConfig], commit: str)
     weight = gen.neighbors.cfg.weight
     result = {"benchmark": "candidate_ranker", "split": split, "fit_split": FIT_SPLIT, "git_commit": commit,
               "command": "python benchmarks/candidate_ranker.py " + " ".join(sys.argv[1:]),
-              "config": to_plain(cfg), "machine": machine(), "model": cfg.model,
+              "config": to_plain(cfg), "machine": machine(), "model": cfg.model, "model_training": model_training(cfg.model),
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},
               "settings": {}, "rows": [], "comparisons": []}
     per: dict[str, np.ndarray] = {}
@@ -254,6 +254,7 @@ def markdown(r: dict) -> str:
                   for k, v in r["settings"].items()) + ".", "",
               f"Machine: {r['machine'].get('cpu', '')} ({r['machine'].get('cpu_count')} cores). Commit {r['git_commit']}.",
               f"Command: `{r['command']}`"]
+    lines += corrections_markdown(r)
     return "\n".join(lines) + "\n"
 
 

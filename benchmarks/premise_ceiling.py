@@ -41,7 +41,7 @@ from generator.neighbors import TacticNeighbors
 from generator.settings import GeneratorBenchmarkConfig
 from prover.benchmarking.candidate_dumps import CONFIG, dump_path, read_dump
 from prover.benchmarking.harness import (N_RESAMPLES, SEED, add_allow_dirty, load_config, machine,
-                                         mean_interval, paired_intervals, parser, require_clean_tree,
+                                         mean_interval, model_training, paired_intervals, parser, require_clean_tree,
                                          to_plain, write_and_print)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
@@ -133,7 +133,7 @@ def run(cfg, split: str, run_dir: Path, commit: str, command: str) -> dict:
 
     clusters = [e.key.rsplit("#", 1)[0] for e in examples]
     result = {"benchmark": "premise_ceiling", "split": split, "git_commit": commit, "command": command,
-              "config": to_plain(cfg), "machine": machine(), "model": cfg.model,
+              "config": to_plain(cfg), "machine": machine(), "model": cfg.model, "model_training": model_training(cfg.model),
               "n_states": len(examples), "n_theorems": len(set(clusters)),
               "shapes_mined": len(mined), "top_shapes": [[s, p, c] for (s, p), c in mined.most_common(max(SHAPES))],
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "paired_over": "theorems"},

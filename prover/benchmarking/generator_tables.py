@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.harness import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from prover.benchmarking.harness import N_RESAMPLES, SEED, corrections_markdown, mean_interval, paired_intervals
 from prover.utils.runinfo import provenance_lines
 
 
@@ -203,4 +203,5 @@ def markdown(result: dict) -> str:
     lines += ["", f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores)"
               f"{', GPU ' + result['machine']['gpu'] if result['machine'].get('gpu') else ''}. "
               f"{last}Commit {result['git_commit']}.", f"{last}Command: `{result['command']}`"]
-    return "\n".join(lines) + "\n" + per_row
+    corrections = corrections_markdown(result)  # what a later session found wrong; numbers never edited
+    return "\n".join(lines) + "\n" + per_row + ("\n" + "\n".join(corrections[1:]) + "\n" if corrections else "")

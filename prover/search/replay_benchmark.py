@@ -199,5 +199,6 @@ def markdown(result: dict) -> str:
               f"Machine: {result['machine'].get('cpu')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}.", f"Command: `{result['command']}`", ""]
     if result.get("corrections"):  # what a later session found wrong here; numbers never edited
-        lines += ["", "## Corrections", ""] + [f"- {n}" for n in result["corrections"]]
+        lines += ["", "## Corrections", ""] + [f"- {n if isinstance(n, str) else n.get('note', '')}"
+                                                for n in result["corrections"]]
     return "\n".join(lines)
