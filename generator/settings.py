@@ -29,6 +29,11 @@ class AugmentConfig:
     # Tactics that used no known premise: "bare" keeps the state alone, "negatives" adds
     # max_premises random accessible premises (the model then learns premises may be noise).
     without_premises: str = "bare"
+    # Of the tactics with known premises, the share shown any of them; the rest are shown
+    # negatives alone (drawn as above: half from the gold premises' files), as a retriever that
+    # missed would show them. 1.0: always (the paper's). The lease measures it from the
+    # retriever's rankings on the selection split (benchmarks/device_generator.py).
+    positive_rate: float = 1.0
 
 
 @dataclass

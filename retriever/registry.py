@@ -246,8 +246,14 @@ class _Stage:
         return (self.path / self.marker).exists()
 
 
-_CFR_STAGES = {"cfr": ("a trained CFR", ""),
-               "cfr-conventional": ("a trained CFR (conventional)", "cfr.similarity=conventional")}
+_CFR_STAGES = {"cfr": ("a trained CFR", "fine"),
+               "cfr-conventional": ("a trained CFR (conventional)", "conventional")}
+
+
+def _similarity_arg(tc: Any, similarity: str) -> str:
+    """What train-cfr (or index) needs besides the config to train this similarity: nothing
+    when the config's cfr.similarity is it already."""
+    return "" if tc.cfr.similarity == similarity else f"cfr.similarity={similarity}"
 
 
 def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
@@ -263,7 +269,8 @@ def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
         path = Path(init) if init else pretrain.path
         return tuple(s for s in out.values() if s.path == path)
 
-    for name, (what, args) in _CFR_STAGES.items():
+    for name, (what, similarity) in _CFR_STAGES.items():
+        args = _similarity_arg(tc, similarity)
         cfr = out[name] = _Stage(what, run / name / "model", "train-cfr", args, starts_from(tc.cfr.init))
         out[f"{name}/index"] = _Stage(f"a premise index of {name}", run / name / "index", "index",
                                       args, (cfr,), index_file)

@@ -33,6 +33,9 @@ def find_data_root() -> Path:
 
 
 DATA_ROOT = find_data_root()
+# Configs name datasets in the data folder (`${data:NAME}`, prover/data/location.py), which is
+# $PROVER_DATA, else the per-user folder: the tests' default is ours, beside the repository.
+os.environ.setdefault("PROVER_DATA", str(DATA_ROOT))
 
 
 def require(path: Path) -> Path:

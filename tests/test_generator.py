@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from generator.augment import augment_examples, augment_tactic
+from generator.augment import AugmentStats, augment_examples, augment_tactic
 from generator.inputs import format_input, n_bytes, premise_line
 from generator.model import TacticGenerator
 from generator.settings import AugmentConfig, GeneratorTrainConfig, InputConfig
@@ -313,3 +313,24 @@ def test_cli_indexes_tactic_neighbours_into_a_trained_model(tiny_generator, tmp_
     assert sum(dist.values()) == pytest.approx(1.0)
     sugg = gen.generate([step.state_before], num_tactics=3, states=[step.state_before])[0]
     assert len(sugg) == 3 and [s.logprob for s in sugg] == sorted((s.logprob for s in sugg), reverse=True)
+
+
+def test_positive_rate_hides_gold_premises_as_a_retrievers_miss_would(mini):
+    """positive_rate (issue 54): a tactic with gold premises is shown none of them at 1 - rate,
+    negatives from the gold premises' files in their place; at 1.0 the draws are as before."""
+    corpus, theorems = mini
+    thm = next(t for t in theorems if t.file_path in corpus.file_index)
+    acc = corpus.accessible_mask(thm.file_path, thm.start)
+    gold = [int(i) for i in np.flatnonzero(acc)[:2]]
+    stats = AugmentStats()
+    hidden = augment_tactic(np.random.default_rng(0), gold, acc, corpus, AugmentConfig(positive_rate=0.0), stats)
+    assert len(hidden[0]) == 10 and not any(hidden[1]) and not set(hidden[0]) & set(gold)
+    gold_files = set(corpus.premise_file[gold])
+    same = sum(corpus.premise_file[i] in gold_files for i in hidden[0])
+    assert same >= 1 and same == stats.negatives_same_module >= 5 - stats.same_module_shortfall  # half from those files
+    assert stats.positives_shown[0] == 1
+    assert (augment_tactic(np.random.default_rng(3), gold, acc, corpus, AugmentConfig(positive_rate=1.0))
+            == augment_tactic(np.random.default_rng(3), gold, acc, corpus, AugmentConfig()))
+    shown = [any(augment_tactic(np.random.default_rng(s), gold, acc, corpus, AugmentConfig(positive_rate=0.3))[1])
+             for s in range(200)]
+    assert 0.2 < np.mean(shown) < 0.4

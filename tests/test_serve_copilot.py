@@ -477,7 +477,9 @@ def test_batcher_fails_one_job_alone():
 
 
 CONTEXT_BAD = [
-    ({"file_path": "Mathlib/Nope.lean"}, "file_path", "file 'Mathlib/Nope.lean' is not in the corpus (362 files)"),
+    # The hint names a file of this corpus (issue 48: it named Mathlib/Data/Nat/Basic.lean, not in it).
+    ({"file_path": "Mathlib/Nope.lean"}, "file_path", "file 'Mathlib/Nope.lean' is not in the corpus (362 files); "
+     "give a corpus path such as Mathlib/Init/Data/Nat/Notation.lean or a module such as Mathlib.Init.Data.Nat.Notation"),
     ({"file_path": ""}, "file_path", "file '' is not in the corpus"),
     ({"position": [3, 1]}, "position", "position needs file_path"),
     ({"file_path": "Mathlib.Init.Data.Nat.Notation", "position": [3]}, "position", "position must be [line, column]"),

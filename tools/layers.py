@@ -88,7 +88,8 @@ def subpackage_loops() -> dict[frozenset, list[str]]:
     return loops
 
 
-TRAINING = ("prover.training", "retriever.training", "generator.train")
+# generator.lease_train: the lean training loop of a GPU lease (benchmarks/device_generator.py).
+TRAINING = ("prover.training", "retriever.training", "generator.train", "generator.lease_train")
 # The command line starts training runs; the benchmarks' shared code fits the fusions it scores.
 LAUNCHERS = ("prover.commands", "prover.cli", "prover.benchmarking")
 # The settings modules hold each stage's training config beside its serving settings: it extends

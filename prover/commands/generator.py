@@ -59,7 +59,8 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
     from prover.data.errors import UserInputError
     # The cheap checks first: a wrong path should not wait for torch, a retriever or a model.
     if not Path(state_file).is_file():
-        raise UserInputError(f"--state {state_file}: no such file (expected a file holding a proof "
+        what = "is a folder" if Path(state_file).is_dir() else "no such file"
+        raise UserInputError(f"--state {state_file}: {what} (expected a file holding a proof "
                              f"state, e.g. '⊢ True')")
     state = Path(state_file).read_text(encoding="utf-8").strip()
     if not state:

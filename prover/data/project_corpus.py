@@ -175,8 +175,10 @@ def build_rows(project: LakeProject, progress: bool = True,
         "unknown_imports": dict(unknown.most_common(20)),  # the most imported, at most 20
         "problems": {"not_a_lake_project": 0 if project.is_lake else 1,
                      "packages_missing_sources": len(project.missing),
-                     "files_unreadable": len(problems), "duplicate_modules": duplicates},
+                     "files_unreadable": len(problems), "duplicate_modules": duplicates,
+                     "links_not_followed": len(project.refused_links)},
         "packages_missing_sources": project.missing, "files_unreadable": problems,
+        "links_not_followed": project.refused_links,
     }
     return rows, meta, {f.path: f for f in by_module.values()}
 
@@ -194,6 +196,8 @@ def build_corpus(project: str | Path, out: str | Path, *, progress: bool = True,
             f"its .lean files are read as one package")
     for m in proj.missing:
         say(f"corpus: package {m['package']}: {m['message']}")
+    for link in proj.refused_links:
+        say(f"corpus: {link}")
     rows, meta, sources = build_rows(proj, progress, say)
     check = None
     if run_command is not None:

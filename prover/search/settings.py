@@ -25,7 +25,10 @@ class TheoremsConfig:
     source: str = "minif2f"
     # minif2f: valid | test (null: both); a dataset folder: e.g. random/test.
     split: str | None = None
-    minif2f_path: str | None = None  # default: $PROVER_DATA/minif2f/minif2f.json
+    # minif2f: a theorem list (what `prover data theorems` writes); default: read from the
+    # miniF2F-lean4 checkout env.repl.project, else the data folder's minif2f/minif2f.json.
+    minif2f_path: str | None = None
+    cache: str = "runs/theorems"  # a checkout's theorem list, built once per state of it
     names: list[str] = field(default_factory=list)  # only these full names (empty: all)
     limit: int | None = None  # the first N (after `names`)
     # Only theorems with traced tactics (before `names` and `limit`): the replay env cannot open

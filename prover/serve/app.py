@@ -53,6 +53,12 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     """One line per problem, naming the field: pydantic's list is hard to read in a page."""
     parts, first = [], None
     for err in exc.errors():
+        if err.get("type") == "json_invalid":  # its loc is a character offset, not a field
+            at = [x for x in err.get("loc", ()) if isinstance(x, int)]
+            reason = (err.get("ctx") or {}).get("error") or err.get("msg", "invalid")
+            parts.append(f"body: not valid JSON ({reason}{f' at character {at[0]}' if at else ''})")
+            first = first or "body"
+            continue
         loc = [str(x) for x in err.get("loc", ()) if x != "body"]
         first = first or (loc[0] if loc else None)
         parts.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")

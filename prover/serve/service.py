@@ -105,7 +105,7 @@ class SearchService:
                              f"{', '.join(self.retriever_names())}", "retriever")
         if rerank and not self._loaded.rerankers:
             raise BadRequest("re-ranking is not available: the service was started without a CAR "
-                             "model (rerank=false)", "rerank")
+                             "model (load_car=false, or none in the run folder)", "rerank")
         return name, rerank
 
     def _check_text(self, text: str, field: str) -> None:

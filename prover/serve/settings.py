@@ -64,7 +64,12 @@ class ServeConfig:
     retriever: RetrieverConfig = field(default_factory=_served_retriever)
     # First-stage retrievers served (registry names); `rerank: true` in a request puts CAR on top.
     retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
-    rerank: bool = True  # load <retriever.run_dir>/car/model so requests may ask for re-ranking
+    # Load the CAR re-ranker of the run folder (<retriever.run_dir>/car/model, or car-<name> for
+    # the config's car.first_stage), so that requests may ask for re-ranking: true requires it,
+    # false never loads it, null (the default) loads it when the run folder has one. CAR is no
+    # part of the shipped first stage (configs/retriever/cpu.yaml trains none).
+    load_car: bool | None = None
+    rerank: bool | None = None  # the old name of load_car, read with a warning
     # Tactic generators for LeanCopilot's POST /generate (none: /generate answers 404). The
     # served dense retrievers (cfr, cfr-conventional, reprover) answer POST /encode by name.
     generators: list[GeneratorServeConfig] = field(default_factory=list)
