@@ -13,8 +13,11 @@ the 50 training states nearest to the state, all scored once by the model. Then 
 the grid (k, temperature, weight) ranks the union of the model's candidates and the k nearest
 states' tactics by the mixture log((1 - w) P_model + w P_neighbours), and counts EM@8; beside
 them the model alone, the neighbours alone and the frequency baseline (the pool's first 8: the
-most frequent training targets). The chosen setting is the best EM@8, the first in grid order
-on a tie. Writes benchmarks/results/tactic-neighbors-selection-<dataset>-<split>.{json,md}.
+most frequent training targets). The best setting is the best EM@8, the first in grid order on
+a tie; it is chosen only when its paired interval over the simplest setting (`SIMPLEST`: the
+neighbours alone, the fewest of them, their raw scores), resampling theorems, lies wholly above
+zero; otherwise the simplest is kept (`choose_within_noise`, DEVELOPING.md rule 4).
+Writes benchmarks/results/tactic-neighbors-selection-<dataset>-<split>.{json,md}.
 Refuses a tree with uncommitted changes to code or configs unless --allow-dirty.
 """
 from __future__ import annotations
@@ -32,8 +35,9 @@ from generator.inputs import format_input, normalize_tactic
 from generator.model import TacticGenerator
 from generator.neighbors import mix, vote
 from generator.settings import GeneratorBenchmarkConfig
-from prover.benchmarking.harness import (add_allow_dirty, corrections_markdown, load_config, machine, mean_interval, parser,
-                                         require_clean_tree, to_plain, write_results)
+from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, corrections_markdown, load_config, machine,
+                                         mean_interval, model_training, paired_intervals, parser, require_clean_tree, to_plain,
+                                         write_results)
 from prover.data.dataset import Dataset
 from prover.utils.logs import setup_logging
 from prover.utils.progress import progress_bar
@@ -45,6 +49,27 @@ KS = (10, 20, 50)
 TEMPERATURES = (None, 1.0, 3.0, 10.0)  # None: votes proportional to the raw BM25 scores
 WEIGHTS = (0.1, 0.3, 0.5, 0.7, 0.9)
 N = 8
+# The simplest setting, kept unless a setting beats it beyond the noise (DEVELOPING.md rule 4):
+# no network in the ranking (weight 1: the neighbours alone), the fewest neighbours, their raw
+# BM25 scores (no temperature to set).
+SIMPLEST = {"k": KS[0], "temperature": None, "weight": 1.0}
+
+
+def setting_name(g: dict) -> str:
+    return f"k {g['k']}, temperature {_temp(g['temperature'])}, weight {g['weight']:g}"
+
+
+def choose(grid: list[dict], hits: list[list[int]], simplest_hits: list[int], theorems: list[str]) -> dict:
+    """The rule for a close call over the grid: the best setting on select (the first of equal
+    ones) against the simplest, paired over theorems; the best only when that interval lies
+    wholly above zero. Returns what was compared, the interval (points) and what is kept."""
+    best = max(range(len(grid)), key=lambda i: grid[i]["em"])
+    diff = paired_intervals(np.asarray(hits[best], dtype=np.float64),
+                            np.asarray(simplest_hits, dtype=np.float64), clusters=theorems).diff
+    ci = [round(100 * diff[0], 1), round(100 * diff[1], 1)]
+    kept, why = choose_within_noise(setting_name(SIMPLEST), setting_name(grid[best]), ci)
+    return {"best": grid[best], "simplest": SIMPLEST, "best_minus_simplest_ci": ci, "why": why,
+            "kept": grid[best] if kept == setting_name(grid[best]) else SIMPLEST}
 
 
 def _temp(t: float | None) -> str:
@@ -66,12 +91,17 @@ def hit(gold: str, proposed: list[str]) -> int:
 
 
 def markdown(result: dict) -> str:
+    if result.get("rule"):  # a run on a split of its own (select), intervals over theorems
+        which = f"{result['n_examples']} real tactics, every traced tactic of {result['split']}. Model "
+        over = "theorems (a theorem's tactics together)"
+    else:  # the committed run on real val less the generator benchmark's subset
+        which = (f"{result['n_examples']} real tactics: those the generator benchmark does not score (its "
+                 f"{result['benchmark_examples']} are a seeded subset, seed {result['config']['seed']}). Model ")
+        over = "tactics"
     lines = [f"# Tactic neighbours: choosing k, temperature and weight on {result['dataset']} {result['split']}", "",
-             f"{result['n_examples']} real tactics: those the generator benchmark does not score (its "
-             f"{result['benchmark_examples']} are a seeded subset, seed {result['config']['seed']}). Model "
-             f"`{result['model']}`, no premises; candidates: beam {N}, the model's pool of {result['pool_size']}, "
+             which + f"`{result['model']}`, no premises; candidates: beam {N}, the model's pool of {result['pool_size']}, "
              f"and the tactics of the k nearest training states. EM@{N}, 95% bootstrap intervals "
-             "(2000 resamples of the tactics, seed 0).", "",
+             f"(2000 resamples of the {over}, seed 0).", "",
              "| row | EM@8 (%) |", "|---|---|"]
     for r in result["baselines"]:
         lines.append(f"| {r['row']} | {100 * r['em']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}] |")
@@ -84,6 +114,11 @@ def markdown(result: dict) -> str:
     for k, temp in itertools.product(KS, TEMPERATURES):
         row = [g for g in result["grid"] if g["k"] == k and g["temperature"] == temp]
         lines.append(f"| {k} | {_temp(temp)} | " + " | ".join(f"{100 * g['em']:.1f}" for g in row) + " |")
+    if result.get("rule"):
+        r = result["rule"]
+        lines += ["", f"The rule for a close call (DEVELOPING.md): best ({setting_name(r['best'])}) − simplest "
+                  f"({setting_name(r['simplest'])}), paired over theorems: [{r['best_minus_simplest_ci'][0]:+.1f}, "
+                  f"{r['best_minus_simplest_ci'][1]:+.1f}] points. {r['why']}. Shipped: {setting_name(r['kept'])}."]
     lines += ["", "Temperature: each neighbour's vote is a softmax of its BM25 score at that temperature; "
               "raw scores: proportional to the score. The frequency row proposes the pool's first 8 "
               "(the most frequent training targets) for every state.", "",
@@ -125,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     per: list[tuple[str, dict[str, float], list[tuple[str, float]], list[str]]] = []
     for ex in progress_bar(examples, desc="score candidates", unit="tactic"):
         text = format_input(ex.state, [], ic.max_bytes, ic.premise_text, ic.max_state_bytes)[0]
-        beam = [s.tactic for s in gen.generate([text], num_samples=N, batch_size=1)[0]]
+        beam = [s.tactic for s in gen.generate([text], num_tactics=N, batch_size=1)[0]]
         near = nearest.nearest(ex.state, max(KS))
         own = list(dict.fromkeys(beam + pool))
         every = list(dict.fromkeys(own + [t for t, _ in near]))
@@ -137,24 +172,27 @@ def main(argv: list[str] | None = None) -> int:
         theorems = [e.key.rsplit("#", 1)[0] for e in examples]  # intervals resample theorems
         return {"em": round(float(v.mean()), 6), "ci": [round(x, 6) for x in mean_interval(v, clusters=theorems)]}
 
-    grid = []
+    grid, grid_hits = [], []
     for k, temp, w in itertools.product(KS, TEMPERATURES, WEIGHTS):
         hits = [hit(gold, top_of(s, own, near[:k], temp, w)) for gold, s, near, own in per]
         grid.append({"k": k, "temperature": temp, "weight": w, **em(hits)})
-    chosen = max(grid, key=lambda g: g["em"])  # max keeps the first of equal ones
+        grid_hits.append(hits)
+    simplest_hits = [hit(gold, list(vote(near[:SIMPLEST["k"]], SIMPLEST["temperature"]))[:N]) for gold, _, near, _ in per]
+    rule = choose(grid, grid_hits, simplest_hits, [e.key.rsplit("#", 1)[0] for e in examples])
+    chosen = rule["kept"] if rule["kept"] is not SIMPLEST else {**SIMPLEST, **em(simplest_hits)}
     model_alone = [hit(gold, sorted(own, key=lambda t: -s[t])[:N]) for gold, s, _, own in per]
     neighbours_alone = [hit(gold, list(vote(near[:chosen["k"]], chosen["temperature"]))[:N]) for gold, _, near, _ in per]
     frequency = [hit(gold, pool[:N]) for gold, *_ in per]
     command = " ".join(["python benchmarks/generator_neighbors_selection.py", "--config", args.config, *args.overrides])
     result = {"benchmark": "generator_neighbors_selection", "command": command, "config": to_plain(cfg),
               "git_commit": commit, "machine": machine(), "dataset": ds.name, "split": cfg.data.split,
-              "model": cfg.model, "pool_size": len(pool), "n_examples": len(per), "benchmark_examples": len(scored),
+              "model": cfg.model, "model_training": model_training(cfg.model), "pool_size": len(pool), "n_examples": len(per), "benchmark_examples": len(scored),
               "baselines": [{"row": "model alone (beam and pool)", **em(model_alone)},
                             {"row": f"neighbours alone (k {chosen['k']}, temperature {_temp(chosen['temperature'])})",
                              **em(neighbours_alone)},
                             {"row": "frequency (no model)", **em(frequency)},
                             {"row": "chosen mixture", "em": chosen["em"], "ci": chosen["ci"]}],
-              "grid": grid, "chosen": chosen, "seconds": round(time.perf_counter() - t0, 1)}
+              "grid": grid, "rule": rule, "chosen": chosen, "seconds": round(time.perf_counter() - t0, 1)}
     out = Path(cfg.results_dir)
     # Not generator-*: that name is for the generator benchmark's own result files.
     stem = f"tactic-neighbors-selection-{ds.name}-{cfg.data.split.replace('/', '-')}"

@@ -8,7 +8,8 @@
 # (omegaconf and antlr4 for Python 3.12: what the device image lacks). No Ray, corpus or index is
 # needed there. What is done by DEADLINE_S (counted from this script's start, install included) is
 # packed under $OUT: results.tgz (results JSON/Markdown and per-example outcomes: land them with
-# `python benchmarks/device_generator.py land`) and train.tgz (the training log and summary).
+# `python benchmarks/device_generator.py land`), train.tgz (the training logs and summaries) and the
+# trained model's bf16 weights, model-part-NN.safetensors (land reassembles them; issue 54).
 # CONFIG and PACK default to the device run's; the rehearsal (tests/test_device_generator.py) sets
 # tiny ones and runs this same script on a CPU.
 set -uo pipefail
@@ -36,11 +37,11 @@ RES=$(mktemp -d)
 # run's own deadline is 20 s before DEADLINE and `timeout` stops it 10 s before: the run ends its
 # phases itself (the second lease's run finished at its deadline and `timeout` fired as it exited).
 timeout $(( ${DEADLINE%.*} - $(date +%s) + START_EPOCH - 10 )) \
-  python3 benchmarks/device_generator.py run --config "$CONFIG" --pack "$PACK" --deadline $(( ${DEADLINE%.*} - 20 )) --out "$RES" "$@" \
+  python3 benchmarks/device_generator.py run --config "$CONFIG" --pack "$PACK" --deadline $(( ${DEADLINE%.*} - 20 )) --out "$RES" --parts "$OUT" "$@" \
   2>&1 | tee "$RES/run.log"
 STATUS=${PIPESTATUS[0]}
 echo "run exit $STATUS at $(( $(date +%s) - START_EPOCH )) s"
-tar czf "$OUT/train.tgz" -C "$RES" run.log $(cd "$RES" && ls train/summary.json train/train_log.jsonl 2>/dev/null)
-tar czf "$OUT/results.tgz" -C "$RES" --exclude=train --exclude=run.log .
+tar czf "$OUT/train.tgz" -C "$RES" run.log $(cd "$RES" && ls train*/summary.json train*/train_log.jsonl 2>/dev/null)
+tar czf "$OUT/results.tgz" -C "$RES" --exclude=train --exclude=train-bare --exclude=run.log .
 ls -la "$OUT"
 exit $STATUS

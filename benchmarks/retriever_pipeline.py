@@ -38,7 +38,7 @@ log = logging.getLogger("pipeline")
 # pretrain -> cfr -> car chain is the longest, so it goes first.
 STAGES: dict[str, tuple[list[str], list[str]]] = {
     "pretrain": (["pretrain"], []),
-    "train-cfr": (["train-cfr"], ["pretrain"]),
+    "train-cfr": (["train-cfr", "cfr.similarity=fine"], ["pretrain"]),  # cpu.yaml's own is conventional
     "train-car": (["train-car"], ["train-cfr"]),
     "train-reprover": (["train-reprover"], []),
     # Validated at its end only: each check re-encodes the corpus (~15 CPU-min at the small size).

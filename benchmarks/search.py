@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             f"retriever.name={args.retriever}", f"retriever.corpus={mini}",
             f"retriever.models={REPO / 'configs/retriever/tiny.yaml'}",
             f"retriever.run_dir={models['retriever_run_dir']}", f"generator.model={models['generator']}",
-            "search.num_tactics=8", "search.max_expansions=4", "env.replay.delay_s=0.005",
+            "generator.num_tactics=8", "search.max_expansions=4", "env.replay.delay_s=0.005",
             "ray.worker_cpus=0.25", "ray.retriever_cpus=0.5", "ray.generator_cpus=0.5", "ray.local_num_cpus=2",
             "ray.object_store_mb=128", *args.overrides]
     rows = []
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "search-throughput", "command": "python benchmarks/search.py " + " ".join(argv or sys.argv[1:]),
         "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
         "settings": {"retriever": args.retriever, "theorems": args.limit, "split": cfg.theorems.split,
-                     "num_tactics": cfg.search.num_tactics, "max_expansions": cfg.search.max_expansions,
+                     "num_tactics": cfg.generator.num_tactics, "max_expansions": cfg.search.max_expansions,
                      "ray_cpus": cfg.ray.local_num_cpus, "workers": args.workers,
                      "batching": {"max_batch_size": cfg.batching.max_batch_size,
                                   "max_wait_ms": cfg.batching.max_wait_ms},

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     search: SearchConfig = as_object(cfg.search)
 
     rows, proved, per_theorem = [], {}, {k: {"theorem": t.name, "key": k} for k, t in zip(keys, tasks)}
-    ceiling_search = SearchConfig(num_tactics=64, max_expansions=None, timeout_s=60.0)
+    ceiling_search = SearchConfig(max_expansions=None, timeout_s=60.0)
     for name, budget in ((CEILING, ceiling_search), (CEILING_IN_BUDGET, search)):
         ceiling = {r["key"]: r for r in replay_ceiling(tasks, replay, budget, name)}
         row, proved[name] = outcome_row(name, ceiling, keys)
@@ -131,13 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "search-replay", "env": ENV_REPLAY, "rate_label": RATE_LABEL,
         "command": command, "git_commit": commit, "machine": machine(), "config": plain_cfg,
         "dataset": dataset, "split": split, "n_theorems_in_split": len(all_in_split), "n_theorems": len(tasks),
-        "settings": {"focus_goals": replay.focus_goals, "num_tactics": search.num_tactics,
+        "settings": {"focus_goals": replay.focus_goals, "num_tactics": cfg.generator.num_tactics,
                      "num_beams": cfg.generator.get("num_beams"),
                      "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
                      "generator": cfg.generator.model, "k": cfg.retriever.k, "retrievers": retrievers},
         "generator_training": training,
-        "ceiling_search": {"num_tactics": ceiling_search.num_tactics,
-                           "max_expansions": ceiling_search.max_expansions, "timeout_s": ceiling_search.timeout_s},
+        "ceiling_search": {"max_expansions": ceiling_search.max_expansions, "timeout_s": ceiling_search.timeout_s},
         "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},
         "rows": rows, "absent": absent, "comparisons": comparisons,
         "per_theorem": list(per_theorem.values()),

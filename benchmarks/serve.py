@@ -244,7 +244,7 @@ def markdown(result: dict) -> str:
     for name, g in gens.items():
         b = g.get("batching", g)  # nested since issue 40; files written before have the keys flat
         bound = f"at most {b['max_queued']} requests waiting" if b["max_queued"] else "no bound on waiting requests"
-        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g['num_samples']}, "
+        lines += ["", f"Generator `{name}`: {g['model']}, {g['method']} {g.get('num_tactics', g.get('num_samples'))}, "
                       f"premises {generator_premises(g)}, "
                       f"batches of up to {b['max_batch_size']} states, {bound}."]
     lines += ["", f"Server startup {result['startup_s']} s (load {h['load_seconds']} s), peak server RSS "

@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     corpus = ds.corpus()
     examples = eval_examples(ds.theorems(cfg.data.split), corpus, cfg.max_examples, cfg.seed)
     keys = [e.key for e in examples]
-    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(instantiate=cfg.instantiate,
-                                                                  premise_bonus=cfg.premise_bonus))
+    gen = TacticGenerator.load(cfg.model, generate=GenerateConfig(premise_bonus=cfg.premise_bonus))
+    if cfg.instantiate:  # tried, not shipped
+        from generator.tried.instantiate import plug_in
+        plug_in(gen, cfg.instantiate)
     if not cfg.pool:
         gen.pool = []
     nearest = gen.neighbors  # the `neighbors` baseline uses them whether or not the model rows do
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.mix_neighbors = cfg.neighbors
     if cfg.neighbors_weight is not None and gen.neighbors is not None:
         gen.neighbors.cfg = replace(gen.neighbors.cfg, weight=cfg.neighbors_weight)
-    n = cfg.num_samples
+    n = cfg.num_tactics
     result = {"benchmark": "generator", "command": command, "dataset": ds.name, "split": cfg.data.split,
               "config": plain_cfg, "git_commit": commit, "machine": machine(),
               "model": cfg.model, "model_params": sum(p.numel() for p in gen.model.parameters()),
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             retriever = None
             if cond not in NO_RETRIEVER:
                 retriever = build_retriever(cond, corpus, cfg)  # reads cfg.retriever (bm25, models, run_dir)
-            premises = condition_premises(cond, examples, corpus, retriever, cfg.k)
+            premises = condition_premises(cond, examples, corpus, retriever, cfg.retriever.k)
             row = {"condition": cond, **evaluate_condition(gen, examples, premises, n, cfg.batch_size, cfg.num_beams)}
         values = row.pop("per_example")
         write_outcomes(path, keys, values)

@@ -5,7 +5,10 @@ whose premises the corpus knows, the input lists `max_premises` premises: a rand
 of its positives, from 1 to min(#positives, max_premises), and negatives for the rest,
 `same_module_fraction` of them from the files of the chosen positives and the others from
 other accessible files. The list is shuffled, so a premise's position says nothing about
-whether it is used. Every draw depends only on (seed, example number): the same seed gives
+whether it is used. With `positive_rate` < 1, a tactic with positives is shown none of them
+at that rate (negatives alone, as a retriever's miss), and with `without_premises: negatives` a
+tactic without known premises is shown negatives: then every input holds premises, and about as
+often no gold one as retrieval's at test time. Every draw depends only on (seed, example number): the same seed gives
 the same data.
 """
 from __future__ import annotations
@@ -73,6 +76,8 @@ class AugmentStats:
     input_bytes: list[int] = field(default_factory=list, repr=False)
     truncated: int = 0  # examples whose premises did not all fit the byte budget
     premises_dropped: int = 0
+    premises_kept: int = 0  # premises the inputs hold after the byte budget, summed
+    gold_kept: int = 0  # inputs holding at least one positive after the byte budget
 
     def as_dict(self) -> dict:
         b = np.asarray(self.input_bytes or [0])
@@ -89,6 +94,8 @@ class AugmentStats:
                             "p90": int(np.percentile(b, 90)), "p99": int(np.percentile(b, 99)),
                             "max": int(b.max())},
             "truncated_examples": self.truncated, "premises_dropped": self.premises_dropped,
+            "premises_shown_mean": round(self.premises_kept / max(self.examples or len(self.input_bytes), 1), 3),
+            "inputs_with_gold": self.gold_kept,
         }
 
 
@@ -115,13 +122,17 @@ def augment_tactic(rng: np.random.Generator, gold: Sequence[int], accessible: np
         stats.negatives_other_module += len(chosen)
         return tuple(int(i) for i in chosen), (False,) * len(chosen)
     n_avail = min(len(gold), m)
-    k = int(rng.integers(1, n_avail + 1))
+    # Drawn only when some are hidden, so data built at the default rate stays as it was.
+    shown = cfg.positive_rate >= 1.0 or rng.random() < cfg.positive_rate
+    k = int(rng.integers(1, n_avail + 1)) if shown else 0
     stats.positives_available[n_avail] += 1
     stats.positives_shown[k] += 1
     pos = rng.choice(np.asarray(gold), size=k, replace=False)
     candidates = accessible.copy()
     candidates[list(gold)] = False  # an unshown positive must never be presented as a negative
-    same_files = np.isin(corpus.premise_file, np.unique(corpus.premise_file[pos]))
+    # A retriever's miss still ranks the gold premises' neighbours: those files, even with no positive shown.
+    files = corpus.premise_file[pos] if k else corpus.premise_file[np.asarray(gold)]
+    same_files = np.isin(corpus.premise_file, np.unique(files))
     n_neg = m - k
     n_same = int(n_neg * cfg.same_module_fraction)
     same = _draw(rng, np.flatnonzero(candidates & same_files), n_same)
@@ -168,6 +179,8 @@ def augment_examples(theorems: Iterable[Theorem], corpus: Corpus, cfg: AugmentCo
             text, kept = format_input(tac.state_before, [corpus.premises[i] for i in premises], max_bytes,
                                       premise_text, max_state_bytes, shown)
             stats.input_bytes.append(n_bytes(text))
+            stats.premises_kept += kept
+            stats.gold_kept += any(positive[:kept])
             if kept < len(premises):
                 stats.truncated += 1
                 stats.premises_dropped += len(premises) - kept

@@ -29,10 +29,17 @@ from generator.neighbors import training_neighbors
 log = logging.getLogger(__name__)
 
 
+def _augment_key(augment: Any) -> dict:
+    key = OmegaConf.to_container(augment)
+    if key.get("positive_rate", 1.0) == 1.0:  # the key of data built before the option stays as it was
+        key.pop("positive_rate", None)
+    return key
+
+
 def _fingerprint(cfg: Any, split: str) -> str:
     data = OmegaConf.to_container(cfg.data, resolve=True)
     key = {"data": data, "split": split, "seed": cfg.seed,
-           "augment": OmegaConf.to_container(cfg.augment), "max_bytes": cfg.input.max_bytes}
+           "augment": _augment_key(cfg.augment), "max_bytes": cfg.input.max_bytes}
     if cfg.input.premise_text != "full":  # the key of data built before the option stays as it was
         key["premise_text"] = cfg.input.premise_text
     if cfg.input.get("max_state_bytes") is not None:

@@ -77,11 +77,11 @@ def condition_premises(condition: str, examples: Sequence[EvalExample], corpus: 
 
 
 def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
-                       premises: Sequence[Sequence[Premise]], num_samples: int,
+                       premises: Sequence[Sequence[Premise]], num_tactics: int,
                        batch_size: int, num_beams: int | None = None) -> dict:
-    """Top-1 / top-`num_samples` exact match, and the gold tactic's log-likelihood. The row's
+    """Top-1 / top-`num_tactics` exact match, and the gold tactic's log-likelihood. The row's
     "per_example" holds each example's outcomes in example order: "hit@1" and
-    f"hit@{num_samples}" (0/1) and "loglik"."""
+    f"hit@{num_tactics}" (0/1) and "loglik"."""
     inputs, shown, names = [], [], []
     for ex, ps in zip(examples, premises):
         text, kept = gen.input_text(ex.state, ps)
@@ -97,7 +97,7 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
     for lo in progress_bar(range(0, len(inputs), batch_size), desc="generate tactics", unit="batch"):
         ins, tacs = inputs[lo: lo + batch_size], golds[lo: lo + batch_size]
         loglik.extend(gen.tactic_logprobs(ins, tacs))
-        for sugg, gold in zip(gen.generate(ins, num_samples=num_samples, batch_size=batch_size,
+        for sugg, gold in zip(gen.generate(ins, num_tactics=num_tactics, batch_size=batch_size,
                                            states=states[lo: lo + batch_size],
                                            premises=names[lo: lo + batch_size], num_beams=num_beams), tacs):
             hits = [normalize_tactic(s.tactic) == normalize_tactic(gold) for s in sugg]
@@ -105,12 +105,12 @@ def evaluate_condition(gen: TacticGenerator, examples: Sequence[EvalExample],
             hitn.append(int(any(hits)))
     n = max(len(examples), 1)
     n_bytes = [len(t.encode("utf-8")) + 1 for t in golds]
-    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
+    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_tactics}": sum(hitn) / n,
             "gold_loglik": float(np.mean(loglik)) if loglik else float("nan"),
             "gold_loglik_per_byte": float(np.sum(loglik) / max(sum(n_bytes), 1)),
             "premises_shown": float(np.mean(shown)) if shown else 0.0,
             "seconds": round(time.perf_counter() - t0, 1),
-            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn, "loglik": [float(x) for x in loglik]}}
+            "per_example": {"hit@1": hit1, f"hit@{num_tactics}": hitn, "loglik": [float(x) for x in loglik]}}
 
 
 def frequent_tactics(theorems: Iterable[Theorem], corpus: Corpus, n: int) -> list[tuple[str, int]]:
@@ -127,40 +127,40 @@ def frequent_tactics(theorems: Iterable[Theorem], corpus: Corpus, n: int) -> lis
     return counts.most_common(n)
 
 
-def exact_match_row(examples: Sequence[EvalExample], proposals: Iterable[Sequence[str]], num_samples: int) -> dict:
-    """Exact match at 1 and at `num_samples` of each example's proposed tactics (best first),
+def exact_match_row(examples: Sequence[EvalExample], proposals: Iterable[Sequence[str]], num_tactics: int) -> dict:
+    """Exact match at 1 and at `num_tactics` of each example's proposed tactics (best first),
     with per-example outcomes: the row of a baseline that has no likelihood."""
     hit1, hitn = [], []
     for ex, proposed in zip(examples, proposals):
-        top = [normalize_tactic(t) for t in list(proposed)[:num_samples]]
+        top = [normalize_tactic(t) for t in list(proposed)[:num_tactics]]
         gold = normalize_tactic(ex.tactic)
         hit1.append(int(bool(top) and top[0] == gold))
         hitn.append(int(gold in top))
     n = max(len(examples), 1)
-    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_samples}": sum(hitn) / n,
-            "per_example": {"hit@1": hit1, f"hit@{num_samples}": hitn}}
+    return {"n": len(examples), "exact_match@1": sum(hit1) / n, f"exact_match@{num_tactics}": sum(hitn) / n,
+            "per_example": {"hit@1": hit1, f"hit@{num_tactics}": hitn}}
 
 
-def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], num_samples: int) -> dict:
+def evaluate_frequency(examples: Sequence[EvalExample], tactics: Sequence[str], num_tactics: int) -> dict:
     """The frequency baseline: the same `tactics` proposed, in order, for every example."""
-    return exact_match_row(examples, (tactics for _ in examples), num_samples)
+    return exact_match_row(examples, (tactics for _ in examples), num_tactics)
 
 
-def evaluate_neighbors(examples: Sequence[EvalExample], neighbors: TacticNeighbors, num_samples: int) -> dict:
+def evaluate_neighbors(examples: Sequence[EvalExample], neighbors: TacticNeighbors, num_tactics: int) -> dict:
     """The neighbours baseline: for each state, the most probable tactics of its nearest
     training states (generator/neighbors.py), no model."""
     bar = progress_bar(examples, desc="tactic neighbours", unit="state")
-    return exact_match_row(examples, (neighbors.distribution(ex.state) for ex in bar), num_samples)
+    return exact_match_row(examples, (neighbors.distribution(ex.state) for ex in bar), num_tactics)
 
 
-def throughput(gen: TacticGenerator, inputs: Sequence[str], num_samples: int, batch_size: int,
+def throughput(gen: TacticGenerator, inputs: Sequence[str], num_tactics: int, batch_size: int,
                states: Sequence[str] | None = None, num_beams: int | None = None) -> float:
     """States per second through `generate` at this batch size (beam search, and the
     neighbours when `states` are given and the model has them)."""
     warm = None if states is None else list(states[:batch_size])
-    gen.generate(list(inputs[:batch_size]), num_samples=num_samples, batch_size=batch_size, states=warm,
+    gen.generate(list(inputs[:batch_size]), num_tactics=num_tactics, batch_size=batch_size, states=warm,
                  num_beams=num_beams)
     t0 = time.perf_counter()
-    gen.generate(list(inputs), num_samples=num_samples, batch_size=batch_size,
+    gen.generate(list(inputs), num_tactics=num_tactics, batch_size=batch_size,
                  states=None if states is None else list(states), num_beams=num_beams)
     return len(inputs) / (time.perf_counter() - t0)

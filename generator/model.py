@@ -5,7 +5,7 @@ log-probabilities (sum over the tactic's bytes), best first.
 
 A model folder may hold a tactic pool (`tactic_pool.json`, written by training: the most
 frequent tactics of its training targets). Its tactics are scored by the model for every state
-beside beam search's own candidates, and the best `num_samples` of both are returned. Beam
+beside beam search's own candidates, and the best `num_tactics` of both are returned. Beam
 search alone spends its beams on near-copies of one long sequence; the pool puts the common
 short tactics (`simp`, `ring`, `linarith`, ...) in front of the model for every state, and the
 model's own conditional likelihood decides which fit this one.
@@ -15,33 +15,32 @@ given the raw proof states, the tactics of the nearest training states join the 
 their distribution is mixed into the model's (kNN-LM); a suggestion's score is then the mixture's
 log-probability.
 
-A model folder may also hold a candidate ranker (`candidate_ranker.txt`, generator/rerank.py):
-it then orders the candidates instead of the mixture. None is shipped (tried, issue 28).
+Options tried and not shipped (generator/tried/, issue 28) plug in through two hooks, and this
+module imports none of them: `extra_candidates` (more candidates per state, scored by the model:
+the neighbours' templates filled with the premises shown) and `ranker` (orders the candidates
+instead of the mixture).
 """
 from __future__ import annotations
 
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
-from generator.candidate import RANKER_MODEL, Candidate
+from generator.candidate import Candidate
 from generator.inputs import format_input, normalize_tactic
 from generator.neighbors import TacticNeighbors, vote
 from generator.settings import GenerateConfig, InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
 from prover.data.tactic_steps import name_pattern
-
-if TYPE_CHECKING:  # tried, not shipped (issue 28): imported only where a model or option uses it
-    from generator.rerank import CandidateRanker
 
 log = logging.getLogger(__name__)
 
@@ -128,22 +127,26 @@ class TacticGenerator:
     def __init__(self, model: T5ForConditionalGeneration, input_cfg: InputConfig,
                  device: str | torch.device = "cpu", pool: Sequence[str] = (),
                  neighbors: TacticNeighbors | None = None, generate: GenerateConfig | None = None) -> None:
-        generate = generate or GenerateConfig()
+        # How it generates (GenerateConfig): read here, at every `generate` call that does not say.
+        self.settings = generate or GenerateConfig()
         self.model = model.to(device)
         self.pool = list(pool)
         self.neighbors = neighbors
         # False: the neighbours' tactics are not mixed into the suggestions (the model alone);
         # a retrieval-augmented model still shows them in its inputs.
         self.mix_neighbors = True
-        # Premise-instantiated candidates (generator/instantiate.py): the neighbours' one-premise
-        # tactics filled with each of this many of the premises shown (0: none), scored by the model.
-        self.instantiate = generate.instantiate
+        # Tried options' hook (generator/tried/instantiate.py plugs in there): a function of (the
+        # neighbours, each state's nearest training states, each state's premise names shown)
+        # giving each state's extra candidates, scored by the model. None: none.
+        self.extra_candidates: Callable[[TacticNeighbors | None, list, Sequence], list[list[str]]] | None = None
         # Added to the score of a candidate that names a premise shown in its input (nats; 0:
         # off): a log-linear prior P(t) e^bonus for copying what retrieval found, which the
         # CPU-size network does not learn to do from the input alone (issue 28).
-        self.premise_bonus = generate.premise_bonus
-        # A learned candidate ranker (generator/rerank.py; None: the hand-set score above).
-        self.ranker: CandidateRanker | None = None
+        self.premise_bonus = self.settings.premise_bonus
+        # Tried options' hook (generator/tried/rerank.py): an object whose `logprobs(candidates)`
+        # orders a state's candidates instead of the hand-set score (None) and `save(folder)`
+        # keeps it beside the model.
+        self.ranker: Any = None
         self.tokenizer = byte_tokenizer()
         self.input_cfg = input_cfg
         self.device = torch.device(device)
@@ -163,8 +166,8 @@ class TacticGenerator:
     def load(cls, path: str | Path, input_cfg: InputConfig | None = None,
              device: str | torch.device = "cpu", generate: GenerateConfig | None = None) -> TacticGenerator:
         """A saved generator (a local folder, or a hub id), with the input budgets it was
-        trained with unless `input_cfg`, generating as `generate` says (instantiate,
-        premise_bonus); what cannot be loaded is a one-line UserInputError."""
+        trained with unless `input_cfg`, generating as `generate` says; what cannot be loaded
+        is a one-line UserInputError."""
         local = check_model_source(path)
         try:
             model = T5ForConditionalGeneration.from_pretrained(str(path))
@@ -180,11 +183,7 @@ class TacticGenerator:
         pool_file = Path(path) / TACTIC_POOL
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
         neighbors = TacticNeighbors.load(path) if local else None
-        gen = cls(model, input_cfg or InputConfig(), device, pool, neighbors, generate)
-        if local and (Path(path) / RANKER_MODEL).exists():
-            from generator.rerank import CandidateRanker  # only a folder holding a ranker loads it
-            gen.ranker = CandidateRanker.load(path)
-        return gen
+        return cls(model, input_cfg or InputConfig(), device, pool, neighbors, generate)
 
     def save_pretrained(self, path: str | Path) -> None:
         self.model.save_pretrained(str(path))
@@ -278,34 +277,40 @@ class TacticGenerator:
         return self.tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
 
     @torch.no_grad()
-    def generate(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
-                 temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
+    def generate(self, inputs: Sequence[str], num_tactics: int | None = None, method: str | None = None,
+                 temperature: float | None = None, batch_size: int | None = None, prefix: str = "",
                  states: Sequence[str] | None = None,
                  premises: Sequence[Sequence[str]] | None = None,
                  num_beams: int | None = None) -> list[list[Suggestion]]:
-        """Per input, up to `num_samples` distinct tactics with log-probabilities, best first.
+        """Per input, up to `num_tactics` distinct tactics with log-probabilities, best first.
+        What a call leaves None is the generator's settings' (`self.settings`, the GenerateConfig
+        it was built with): proof search and the service say nothing, a benchmark's EM@n says n.
 
         Candidates come from `candidates` (beam search or sampling, the tactic pool, and with
-        `states` the neighbours' tactics and their premise-instantiated forms). Each is scored by
+        `states` the neighbours' tactics and what `extra_candidates` adds). Each is scored by
         the model's log P(tactic | input), whatever the decoding; with neighbours, by the
         mixture's log((1 - w) P_model + w P_neighbours) (generator/neighbors.py), plus
         `self.premise_bonus` when it names a premise shown. With a candidate ranker
-        (`self.ranker`, generator/rerank.py) the ranker orders them instead and the score is
-        its softmax over this state's candidates. The best `num_samples` are kept.
+        (`self.ranker`) the ranker orders them instead and the score is its softmax over this
+        state's candidates. The best `num_tactics` are kept.
 
         With a `prefix`, every tactic starts with it: decoding starts from the prefix's bytes
         instead of from nothing, and the score is still that of the whole tactic, prefix
         included, so it compares with unconstrained suggestions.
 
-        `num_beams` (default `num_samples`) is the beam width, or the samples drawn: asking for
-        more suggestions than beams returns more of the pool's and the neighbours' candidates,
-        which cost one scoring pass, not a wider beam."""
+        `num_beams` (default: the settings', else `num_tactics`) is the beam width, or the
+        samples drawn: asking for more tactics than beams returns more of the pool's and the
+        neighbours' candidates, which cost one scoring pass, not a wider beam."""
+        g = self.settings
+        if num_tactics is None:
+            num_tactics, num_beams = g.num_tactics, num_beams or g.num_beams
         out: list[list[Suggestion]] = []
-        for cands in self.candidates(inputs, num_beams or num_samples, method, temperature, batch_size, prefix,
-                                     states, premises):
+        for cands in self.candidates(inputs, num_beams or num_tactics, method or g.method,
+                                     g.temperature if temperature is None else temperature,
+                                     batch_size or g.batch_size, prefix, states, premises):
             scores = self.ranker.logprobs(cands) if self.ranker is not None else [self.score(c) for c in cands]
             scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores)), key=lambda s: -s.logprob)
-            out.append(scored[:num_samples])
+            out.append(scored[:num_tactics])
         return out
 
     def score(self, c: Candidate) -> float:
@@ -319,18 +324,17 @@ class TacticGenerator:
         return s
 
     @torch.no_grad()
-    def candidates(self, inputs: Sequence[str], num_samples: int = 8, method: str = "beam",
+    def candidates(self, inputs: Sequence[str], num_beams: int = 8, method: str = "beam",
                    temperature: float = 1.0, batch_size: int = 16, prefix: str = "",
                    states: Sequence[str] | None = None,
                    premises: Sequence[Sequence[str]] | None = None) -> list[list[Candidate]]:
         """Per input, every distinct candidate tactic with the evidence for it, unordered.
 
-        Beam search (or sampling) writes `num_samples`; the model's tactic pool (those that
+        Beam search (or sampling) writes `num_beams` per input; the model's tactic pool (those that
         start with `prefix`) joins them. With `states` (the raw proof state of each input) and
         tactic neighbours loaded, the neighbours' tactics join too, with their vote. With
-        `premises` (the full names shown in each input, best first) and `self.instantiate` > 0,
-        the neighbours' one-premise tactics filled with those premises join them
-        (generator/instantiate.py). Each candidate's model log-probability is computed once
+        `premises` (the full names shown in each input, best first) and `self.extra_candidates`
+        set, what it makes of the neighbours and those premises joins them. Each candidate's model log-probability is computed once
         with the input encoded once (`score_candidates`). Empty tactics are dropped."""
         if method not in ("beam", "sampling"):
             raise ValueError(f"generation method must be beam or sampling, not {method!r}")
@@ -348,12 +352,12 @@ class TacticGenerator:
             chunk = list(inputs[lo: lo + batch_size])
             enc = self.encode(chunk, self.max_input_tokens)
             kwargs = dict(max_new_tokens=self.input_cfg.max_target_bytes + 1 - len(forced),
-                          num_return_sequences=num_samples, suppress_tokens=self._sentinels)
+                          num_return_sequences=num_beams, suppress_tokens=self._sentinels)
             if forced:
                 start = self.model.config.decoder_start_token_id
                 kwargs["decoder_input_ids"] = torch.tensor([[start, *forced]] * len(chunk), device=self.device)
             if method == "beam":
-                kwargs.update(num_beams=num_samples, do_sample=False, early_stopping=True)
+                kwargs.update(num_beams=num_beams, do_sample=False, early_stopping=True)
             else:
                 kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
             generated = self.model.generate(**enc, **kwargs)
@@ -371,8 +375,9 @@ class TacticGenerator:
             near = [vote([(self.neighbors.tactics[d], score) for d, score in ns], self.neighbors.cfg.temperature)
                     if ns else {} for ns in nearest]
             shown = premises[lo: lo + batch_size] if premises is not None else [() for _ in chunk]
-            extra = _instantiated(self.neighbors, nearest, shown, self.instantiate)
-            beams = [texts[i * num_samples: (i + 1) * num_samples] for i in range(len(chunk))]
+            extra = (self.extra_candidates(self.neighbors, nearest, shown) if self.extra_candidates is not None
+                     else [[] for _ in chunk])
+            beams = [texts[i * num_beams: (i + 1) * num_beams] for i in range(len(chunk))]
             cands = [list(dict.fromkeys(t for t in beams[i] + pool
                                         + [t for t in [*near[i], *extra[i]] if t.startswith(prefix)] if t.strip()))
                      for i in range(len(chunk))]
@@ -386,15 +391,6 @@ class TacticGenerator:
         if was_training:
             self.model.train()
         return out
-
-
-def _instantiated(neighbors: TacticNeighbors | None, nearest: list, shown: Sequence, m: int) -> list[list[str]]:
-    """Per state, the neighbours' one-premise tactics filled with the top `m` premises shown
-    (generator/instantiate.py, tried and not shipped: imported only when `m` > 0)."""
-    if m <= 0:
-        return [[] for _ in nearest]
-    from generator.instantiate import filled
-    return [filled(neighbors, ns, names, m) if ns else [] for ns, names in zip(nearest, shown)]
 
 
 def save_pool(path: str | Path, tactics: Sequence[str]) -> None:

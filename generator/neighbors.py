@@ -207,7 +207,7 @@ class FrozenNeighbors:
     answers `nearest_states` for the states it holds (whitespace-normalized) and nothing for any
     other, and counts those misses, so a run can say how often it had no neighbours to ask."""
 
-    premises = None  # no instantiation (generator/instantiate.py) from frozen answers
+    premises = None  # no instantiation (generator/tried/instantiate.py) from frozen answers
     hidden = None
 
     def __init__(self, tactics: list[str], nearest: dict[str, list[tuple[int, float]]],

@@ -29,6 +29,11 @@ class AugmentConfig:
     # Tactics that used no known premise: "bare" keeps the state alone, "negatives" adds
     # max_premises random accessible premises (the model then learns premises may be noise).
     without_premises: str = "bare"
+    # Of the tactics with known premises, the share shown any of them; the rest are shown
+    # negatives alone (drawn as above: half from the gold premises' files), as a retriever that
+    # missed would show them. 1.0: always (the paper's). The lease measures it from the
+    # retriever's rankings on the selection split (benchmarks/device_generator.py).
+    positive_rate: float = 1.0
 
 
 @dataclass
@@ -91,22 +96,25 @@ class GenerateConfig:
     """How a trained generator suggests tactics: the one generation settings type, given to
     TacticGenerator when it is built (proof search's `generator:` section nests it)."""
 
-    # Candidates returned per state (beam width or samples). Proof search: null means as many as
-    # search.num_tactics, the tactics an expansion tries.
-    num_samples: int | None = 8
-    # Beam width (or samples drawn); null: num_samples. Fewer beams than candidates: the rest
-    # come from the tactic pool and the neighbours, scored in one pass (cheaper than a wider beam).
+    # Tactics per state, best first (the beam's, the tactic pool's and the neighbours' together):
+    # what proof search tries per expansion, what the service answers a request with, the n of
+    # the generator benchmark's exact match@n. The one setting for it: read by TacticGenerator.
+    num_tactics: int = 8
+    # Beam width (or samples drawn), not a count of tactics returned; null: num_tactics. Fewer
+    # beams than tactics: the rest come from the tactic pool and the neighbours, scored in one
+    # pass (cheaper than a wider beam).
     num_beams: int | None = None
     method: str = "beam"  # beam | sampling
     temperature: float = 1.0
     batch_size: int = 16  # states per forward pass
     max_bytes: int | None = None  # input budget (default: the model's)
-    # Premise-instantiated candidates (generator/instantiate.py, tried and not shipped): the
-    # tactic neighbours' one-premise tactics filled with each of this many of the retrieved
-    # premises, scored by the model beside its own (0: off).
-    instantiate: int = 0
     # Nats added to a suggestion that names a retrieved premise (generator/model.py; 0: off).
     premise_bonus: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.num_tactics < 1 or (self.num_beams is not None and self.num_beams < 1):
+            raise ValueError(f"num_tactics must be positive and num_beams positive or null, not "
+                             f"{self.num_tactics} and {self.num_beams}")
 
 
 @dataclass
@@ -124,18 +132,17 @@ class GeneratorTrainConfig(TrainRunConfig):
 @dataclass
 class GeneratorBenchmarkConfig(GenerateConfig):
     """benchmarks/tactic_generator.py: one trained generator under several premise conditions,
-    generating as the GenerateConfig it extends says (num_samples: EM@num_samples)."""
+    generating as the GenerateConfig it extends says (num_tactics: EM@num_tactics)."""
 
     data: DataConfig = field(default_factory=lambda: DataConfig(split="random/test"))
     model: str = "runs/generator-tiny/generator/model"
     # none: the bare state; gold: the tactic's annotated premises; frequency: no model, the
-    # `num_samples` most frequent tactics of `train_split`'s examples for every state; any other
-    # name: that registered retriever's top `k` (retriever.models names the trained retrievers'
-    # config). A trained retriever whose models are missing is left out with the reason.
+    # `num_tactics` most frequent tactics of `train_split`'s examples for every state; any other
+    # name: that registered retriever's top `retriever.k` (retriever.models names the trained
+    # retrievers' config). A trained retriever whose models are missing is left out with the reason.
     conditions: list[str] = field(default_factory=lambda: ["none", "gold", "bm25", "cfr+car"])
     train_split: str = "random/train"  # the generator's training split (the frequency baseline's source)
-    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
-    k: int = 10
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)  # its k: premises shown
     max_examples: int = 0  # a fixed random subset of the split's tactics (0: all)
     throughput_states: int = 32
     seed: int = 0
@@ -151,4 +158,8 @@ class GeneratorBenchmarkConfig(GenerateConfig):
     neighbors: bool = True
     # The neighbours' share of the mixture (None: the model folder's `neighbors.weight`).
     neighbors_weight: float | None = None
+    # Tried, not shipped (generator/tried/instantiate.py): the tactic neighbours' one-premise
+    # tactics filled with each of this many of the retrieved premises, scored by the model
+    # beside its own (0: off).
+    instantiate: int = 0
     results_tag: str = ""

@@ -45,7 +45,7 @@ def validate(gen: TacticGenerator, inputs: list[str], tactics: list[str], batch_
         n_bytes += sum(len(gen._labels([t])[0]) for t in tacs)
     hits = 0
     if beams > 0:
-        for sugg, tac in zip(gen.generate(inputs, num_samples=beams, batch_size=batch_size), tactics):
+        for sugg, tac in zip(gen.generate(inputs, num_tactics=beams, batch_size=batch_size), tactics):
             hits += bool(sugg) and normalize_tactic(sugg[0].tactic) == normalize_tactic(tac)
     gen.model.train()
     return {"loss": total / max(n_bytes, 1), "exact_match@1": hits / max(len(inputs), 1)}

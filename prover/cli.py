@@ -74,6 +74,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      args.ray, args.overrides, args.generator)
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    from prover.commands.search import run_search
+    return run_search(args.query, args.k, args.json, args.corpus, args.docs, args.queries)
+
+
 def _cmd_generator_build_data(args: argparse.Namespace) -> int:
     from prover.commands.generator import run_build_data
     return run_build_data(args.config, args.overrides, args.split, args.force)
@@ -122,6 +127,21 @@ def _cmd_data_corpus(args: argparse.Namespace) -> int:
     return run_corpus(args.project, args.out, args.backend, args.overrides)
 
 
+def _cmd_data_theorems(args: argparse.Namespace) -> int:
+    from prover.commands.data_theorems import run_theorems
+    return run_theorems(args.project, args.out, args.sorries)
+
+
+def _cmd_data_extract(args: argparse.Namespace) -> int:
+    from prover.commands.data_extract import run_extract
+    return run_extract(args.project, args.out, args.corpus, args.exclude, args.n_val, args.n_test, args.seed)
+
+
+def _cmd_data_download(args: argparse.Namespace) -> int:
+    from prover.commands.data_download import run_download
+    return run_download(args.name, args.out, args.url, args.md5, progress=not args.no_progress)
+
+
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     from prover.commands.benchmark import run_benchmark_command
     return run_benchmark_command(args)
@@ -132,10 +152,11 @@ def _cmd_prove_sorries(args: argparse.Namespace) -> int:
     return run_prove_sorries(args)
 
 
-def _config_command(sub, name: str, help: str, func) -> argparse.ArgumentParser:
+def _config_command(sub, name: str, help: str, func,
+                    example: str = "configs/retriever/tiny.yaml") -> argparse.ArgumentParser:
     """A subcommand that takes `--config FILE` and `key=value` overrides."""
     cmd = sub.add_parser(name, help=help)
-    cmd.add_argument("--config", default=None, help="YAML config, e.g. configs/retriever/tiny.yaml")
+    cmd.add_argument("--config", default=None, help=f"YAML config, e.g. {example}")
     cmd.add_argument("overrides", nargs="*", help="key=value config overrides")
     cmd.set_defaults(func=func)
     return cmd
@@ -170,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--strategy", required=True, choices=["random", "ri", "pl", "pf"])
     split.add_argument("--out", required=True, help="output dataset folder (LeanDojo layout)")
     split.add_argument("--seed", type=int, default=3407)
-    split.add_argument("--n-val", type=float, default=2000, help="count, or fraction if < 1")
-    split.add_argument("--n-test", type=float, default=2000, help="count, or fraction if < 1")
+    split.add_argument("--n-val", type=float, default=None, help="count, or fraction if < 1 (default: "
+                       "2000 as LeanDojo's, or 5%% of the theorems of a dataset under 40,000)")
+    split.add_argument("--n-test", type=float, default=None, help="count, or fraction if < 1 (default: as --n-val)")
     split.add_argument("--length-measure", choices=["tactics", "chars"], default="tactics",
                        help="proof length for pl: tactic count, or characters of the proof text")
     split.set_defaults(func=_cmd_data_split)
@@ -204,6 +226,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "constants in the Lean REPL (needs the project built)")
     corpus.add_argument("overrides", nargs="*", help="key=value settings, e.g. repl.repl_path=DIR")
     corpus.set_defaults(func=_cmd_data_corpus)
+
+    theorems = data.add_parser("theorems", help="a Lake project's theorems from its source (name, file, position, "
+                               "header, statement, whether the proof is a sorry): a list --theorems takes")
+    theorems.add_argument("project", help="a Lake project folder (a miniF2F-lean4 checkout, say); its own files only")
+    theorems.add_argument("--out", required=True, help="JSON file to write (MiniF2F's theorem list layout)")
+    theorems.add_argument("--sorries", action="store_true", help="only the theorems whose proof holds a sorry")
+    theorems.set_defaults(func=_cmd_data_theorems)
+
+    ext = data.add_parser("extract", help="a statement-level dataset of a Lake project from its source (what "
+                          "mathlib-src is): corpus, theorems with initial goal, proof and premises, random and "
+                          "novel_premises splits")
+    ext.add_argument("project", help="a Lake project folder (its .lake/packages are read too)")
+    ext.add_argument("--out", required=True, help="new dataset folder (LeanDojo layout)")
+    ext.add_argument("--corpus", default=None, help="a dataset folder (or corpus.jsonl) whose premises resolve names "
+                     "the project's files do not declare")
+    ext.add_argument("--exclude", default=None, help="a LeanDojo split file whose theorems (by full name) are kept "
+                     "out of train, e.g. the real records held out for validation and testing")
+    ext.add_argument("--n-val", type=float, default=0.02, help="count, or fraction if < 1")
+    ext.add_argument("--n-test", type=float, default=0.02, help="count, or fraction if < 1")
+    ext.add_argument("--seed", type=int, default=3407)
+    ext.set_defaults(func=_cmd_data_extract)
+
+    from prover.data.download import PUBLISHED
+    dl = data.add_parser("download", help="a published dataset (LeanDojo Benchmark 4 from Zenodo): resumes a broken "
+                         "transfer, checks the MD5, unpacks, counts it as prover data stats does")
+    dl.add_argument("name", choices=sorted(PUBLISHED), help="the dataset")
+    dl.add_argument("--out", required=True, help="its folder (LeanDojo layout: corpus.jsonl, random/, novel_premises/)")
+    dl.add_argument("--url", default=None, help="a mirror of the archive (default: where its authors publish it)")
+    dl.add_argument("--md5", default=None, help="the mirror's MD5 (default: the published archive's)")
+    dl.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dl.set_defaults(func=_cmd_data_download)
 
     retr = sub.add_parser("retriever", help="premise retrieval").add_subparsers(
         dest="retriever_command", required=True, metavar="ACTION")
@@ -247,15 +300,28 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("overrides", nargs="*", help="key=value config overrides")
     srv.set_defaults(func=_cmd_serve)
 
+    srch = sub.add_parser("search", help="informal premise search: plain English, LaTeX, a theorem's "
+                          "name or a Lean-like term (no trained model needed)")
+    srch.add_argument("query", nargs="?", default=None, help='e.g. "the square root of two is irrational"')
+    srch.add_argument("--k", type=int, default=10, help="hits (default 10)")
+    srch.add_argument("--json", action="store_true", help="a JSON list of hits (full_name, score, matched, ...)")
+    srch.add_argument("--corpus", default=None, help="dataset folder (default: $PROVER_DATA/mathlib-src)")
+    srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
+                      "(default: the corpus folder's leandojo-real/source, when present)")
+    srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
+    srch.set_defaults(func=_cmd_search)
+
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(
         dest="generator_command", required=True, metavar="ACTION")
     bd = _config_command(gen, "build-data", "write premise-augmented (input, tactic) pairs and their statistics",
-                         _cmd_generator_build_data)
+                         _cmd_generator_build_data, example="configs/generator/tiny.yaml")
     bd.add_argument("--split", action="append", help="split to build (repeatable; default: train and val)")
     bd.add_argument("--force", action="store_true", help="rebuild even if up to date")
-    _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train)
+    _config_command(gen, "train", "train the ByT5 tactic generator (resumes if interrupted)", _cmd_generator_train,
+                    example="configs/generator/tiny.yaml")
     _config_command(gen, "neighbors", "index the training states' tactics into the trained model "
-                    "(kNN candidates mixed into its suggestions)", _cmd_generator_neighbors)
+                    "(kNN candidates mixed into its suggestions)", _cmd_generator_neighbors,
+                    example="configs/generator/tiny.yaml")
     sg = gen.add_parser("suggest", help="print tactic suggestions for a proof state")
     sg.add_argument("--model", required=True, help="trained generator folder (…/generator/model)")
     sg.add_argument("--state", required=True, help="file holding the proof state")
@@ -278,7 +344,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "patches that replace exactly those sorrys")
     sorry_args.add_arguments(ps)
     ps.set_defaults(func=_cmd_prove_sorries)
+    _verbose_after_subcommands(p)
     return p
+
+
+def _verbose_after_subcommands(parser: argparse.ArgumentParser) -> None:
+    """`-v` after the subcommand too (`prover demo -v`), as before it. Unset there unless given,
+    so `prover -v demo` keeps what it set."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                if not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+                    sub.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                     help="debug logging")
+                _verbose_after_subcommands(sub)
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -294,12 +373,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_out(out: str | None) -> None:
+    """Every `--out` names a folder: an existing file there is refused before any work."""
+    from pathlib import Path
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file: name a folder (a new one, or one to write into)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     setup_logging(args.verbose)
     try:
         # A bare word where a key=value belongs is answered before any command loads its code.
         check_overrides(getattr(args, "overrides", None) or [])
+        check_out(getattr(args, "out", None))
         return args.func(args)
     except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)

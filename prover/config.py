@@ -15,8 +15,23 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from prover.data.demo import DEMO
+from prover.data.location import data_path
 
 DEMO_DATA = DEMO  # built on first use; see prover.data.demo
+
+
+def _register_resolver(name: str, fn: Any) -> None:
+    """OmegaConf 2.4 renamed `register_new_resolver` to `register_resolver` (2.3's
+    `register_resolver` is the old, different API): the one this version has."""
+    import inspect
+    if "annotation_validation" in inspect.signature(OmegaConf.register_resolver).parameters:
+        OmegaConf.register_resolver(name, fn, replace=True)
+    else:
+        OmegaConf.register_new_resolver(name, fn, replace=True)
+
+
+# `${data:mathlib-src}`: a dataset in the data folder ($PROVER_DATA, else the per-user one).
+_register_resolver("data", data_path)
 
 
 @dataclass
@@ -40,12 +55,30 @@ def check_overrides(overrides: list[str]) -> None:
             raise ConfigError(f"{o!r} is not an override: overrides are key=value, e.g. data.split=random/val")
 
 
+# Keys renamed: key -> (the sections it was read in, the section it moved to (None: the same),
+# its name there). Tactics per expansion was search.num_tactics and generator.num_samples.
+RENAMED = {"num_samples": (("", "generator", "generate", "generators"), None, "num_tactics"),
+           "num_tactics": (("search",), "generator", "num_tactics"),
+           # The generator benchmark's premises shown: its retriever section's k (a second k before).
+           "k": (("",), "retriever", "k")}
+
+
+# Keys removed: key -> (its section, why).
+REMOVED = {"k2": ("car", "CAR's k2 was never read (a caller asks for its own k)")}
+
+
 def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
     """OmegaConf's multi-line message as one line naming the key, and for a typo the keys there."""
     from omegaconf.errors import ConfigKeyError
     key = getattr(e, "full_key", None) or "?"
     if isinstance(e, ConfigKeyError):
-        parent = key.rpartition(".")[0]
+        parent, _, last = key.rpartition(".")
+        if last in REMOVED and parent.rpartition(".")[2] == REMOVED[last][0]:
+            return ConfigError(f"config key {key!r} in {source}: {REMOVED[last][1]}; remove it")
+        if last in RENAMED and parent.rpartition(".")[2].split("[")[0] in RENAMED[last][0]:
+            where, name = RENAMED[last][1], RENAMED[last][2]
+            new = ".".join(filter(None, [parent.rpartition(".")[0] if where else parent, where, name]))
+            return ConfigError(f"config key {key!r} in {source} is now {new!r} (tactics per state: one setting)")
         node = OmegaConf.select(cfg, parent) if parent else cfg
         known = sorted(node.keys()) if OmegaConf.is_dict(node) else []
         close = difflib.get_close_matches(key.rpartition(".")[2], known, n=1)
@@ -55,11 +88,27 @@ def _one_line(e: Exception, cfg: Any, source: str) -> ConfigError:
     return ConfigError(f"config key {key!r} in {source}: {str(e).splitlines()[0]}")
 
 
+def _read_yaml(path: str) -> Any:
+    """The file parsed, or a ConfigError naming where YAML's parser stopped and why, in one line."""
+    import yaml
+    try:
+        return OmegaConf.load(path)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        why = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"config file {path}{where}: not valid YAML ({why})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path}: not a text file (expected YAML)") from None
+
+
 def load_yaml(path: str, _seen: tuple[str, ...] = ()) -> Any:
     """The YAML file at `path`, over the file its `extends:` key names (relative to it), recursively."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"config file {path} not found")
-    node = OmegaConf.load(path)
+    if os.path.isdir(path):
+        raise ConfigError(f"config file {path} is a folder: pass a YAML file in it")
+    node = _read_yaml(path)
     base = node.pop("extends", None) if OmegaConf.is_dict(node) else None
     if base is None:
         return node

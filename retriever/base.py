@@ -85,6 +85,13 @@ class Retriever(ABC):
                  contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
         """For each state, the k best premises (accessible from its context, if given)."""
 
+    def file_free(self, hits: list[RankedPremise]) -> list[RankedPremise]:
+        """Of this retriever's answer to a query with no file (no TheoremContext), the part the
+        state itself earned: all of it here. A prior that orders by the query's file (locality,
+        usage, the neighbours' tail) keeps only its own evidence: with no file its file order
+        is the corpus's order (Aesop's first premises), which says nothing about the state."""
+        return hits
+
     def _ranked(self, scores: np.ndarray, k: int) -> list[RankedPremise]:
         return [RankedPremise(int(i), self.corpus.premises[i], float(scores[i]))
                 for i in top_k(scores, k)]

@@ -74,6 +74,15 @@ def _structure(corpus: Corpus, s: Scope) -> Retriever:
     return StructureRetriever(corpus, s.settings.bm25)
 
 
+def _informal(corpus: Corpus, s: Scope) -> Retriever:
+    # Plain English, LaTeX, theorem names, Lean-like terms (issue 51; retriever/informal/).
+    from retriever.informal.retriever import InformalRetriever, resolve_docs
+    cfg = s.settings.informal
+    # Docstrings joined by name: informal.docs, else the real sources beside the corpus folder.
+    docs = resolve_docs(s.settings.corpus, cfg.docs, s.settings.corpus_cache)
+    return InformalRetriever(corpus, replace(cfg, docs=docs))
+
+
 def _locality(corpus: Corpus, s: Scope) -> Retriever:
     from retriever.baselines.priors import LocalityRetriever
     return LocalityRetriever(corpus)
@@ -242,8 +251,14 @@ class _Stage:
         return (self.path / self.marker).exists()
 
 
-_CFR_STAGES = {"cfr": ("a trained CFR", ""),
-               "cfr-conventional": ("a trained CFR (conventional)", "cfr.similarity=conventional")}
+_CFR_STAGES = {"cfr": ("a trained CFR", "fine"),
+               "cfr-conventional": ("a trained CFR (conventional)", "conventional")}
+
+
+def _similarity_arg(tc: Any, similarity: str) -> str:
+    """What train-cfr (or index) needs besides the config to train this similarity: nothing
+    when the config's cfr.similarity is it already."""
+    return "" if tc.cfr.similarity == similarity else f"cfr.similarity={similarity}"
 
 
 def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
@@ -259,7 +274,8 @@ def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
         path = Path(init) if init else pretrain.path
         return tuple(s for s in out.values() if s.path == path)
 
-    for name, (what, args) in _CFR_STAGES.items():
+    for name, (what, similarity) in _CFR_STAGES.items():
+        args = _similarity_arg(tc, similarity)
         cfr = out[name] = _Stage(what, run / name / "model", "train-cfr", args, starts_from(tc.cfr.init))
         out[f"{name}/index"] = _Stage(f"a premise index of {name}", run / name / "index", "index",
                                       args, (cfr,), index_file)
@@ -386,7 +402,7 @@ def _rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: floa
     from prover.utils.device import pick_device
     tc = training_config(s)
     car = car_run_dir(tc.run_dir, trained_over) / "model"
-    rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, tc.car.k2, weight)
+    rr = RerankRetriever.load(first, car, pick_device(tc.device), tc.car.k1, weight)
     recorded = rr.scorer.meta.get("first_stage", trained_over)
     if recorded != trained_over:
         raise ValueError(f"the CAR model at {car} was trained over {recorded}, not {trained_over}")
@@ -444,6 +460,7 @@ REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "bm25-plain": _bm25_plain,
     # Operator-tree paths and shapes, BM25-weighted (issue 50, retriever/structure/).
     "structure": _structure,
+    "informal": _informal,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
     "cfr+car": _cfr_car("cfr", None),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from prover.config import DataConfig
 from retriever.baselines.bm25 import BM25Config
+from retriever.informal.settings import InformalConfig
 from prover.training.settings import Recipe, TrainRunConfig
 from prover.utils.byt5 import ByT5Size
 
@@ -123,7 +124,6 @@ class CARConfig(Recipe):
     eval_every: int = 0  # optimizer steps between validation R@5 checks (0: each epoch)
     eval_queries: int = 200  # validation queries per check (a fixed random subset)
     k1: int = 20  # CFR candidates re-ranked at inference
-    k2: int = 10  # returned (callers may ask for more; the tail keeps CFR's order)
     # Inference: order the k1 head by z(CAR) + w·z(CFR) (see car.RerankRetriever); 0 is the
     # paper's CAR-only order.
     first_stage_weight: float = 0.0
@@ -205,6 +205,7 @@ class RetrieverConfig:
 
     name: str = "bm25"
     bm25: BM25Config = field(default_factory=BM25Config)
+    informal: InformalConfig = field(default_factory=InformalConfig)  # retriever `informal`
     # Trained retrievers (cfr, cfr+car, reprover, hybrid) are read from the run folder of a
     # retriever training config (configs/retriever/*.yaml); run_dir overrides the one it names.
     models: str | None = None

@@ -33,6 +33,9 @@ def find_data_root() -> Path:
 
 
 DATA_ROOT = find_data_root()
+# Configs name datasets in the data folder (`${data:NAME}`, prover/data/location.py), which is
+# $PROVER_DATA, else the per-user folder: the tests' default is ours, beside the repository.
+os.environ.setdefault("PROVER_DATA", str(DATA_ROOT))
 
 
 def require(path: Path) -> Path:
@@ -87,9 +90,10 @@ def theorem_record(name: str, file_path: str, tactics: list[dict],
 
 
 def benchmark_script(name: str):
-    """A script under benchmarks/ (not a package) imported as a module, for its functions."""
+    """A script under benchmarks/ (not a package) imported as a module, for its functions;
+    `name` may be `tried/<script>` (benchmarks/tried/)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name.replace("/", "."), REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -27,7 +27,7 @@ TINY = str(REPO / "configs" / "retriever" / "tiny.yaml")
 
 def standin_overrides(run_dir: Path, corpus_dir: Path) -> list[str]:
     return [f"run_dir={run_dir}", f"data.root={corpus_dir}", "device=cpu", "cfr.max_state_len=64",
-            "cfr.max_premise_len=32", "car.max_len=64", "car.k1=8", "car.k2=5"]
+            "cfr.max_premise_len=32", "car.max_len=64", "car.k1=8"]
 
 
 def build_standin_run(run_dir: Path, corpus_dir: Path, seed: int = 0) -> Path:

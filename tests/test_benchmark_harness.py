@@ -73,3 +73,25 @@ def test_a_close_call_keeps_what_is_shipped():
     assert choose_within_noise("a", "a", (-1, 1)) == ("a", "a is already the best on select")
     assert corrections_markdown({}) == []
     assert corrections_markdown({"corrections": ["x"]}) == ["", "## Corrections", "", "- x"]
+
+
+def test_a_correction_is_added_to_the_json_and_its_markdown_once_and_numbers_stay(tmp_path):
+    import json
+
+    import pytest
+
+    from prover.benchmarking.corrections import add_correction
+    (tmp_path / "x.json").write_text(json.dumps({"rows": [{"em": 0.1}]}))
+    (tmp_path / "x.md").write_text("# x\n\n| em |\n|---|\n| 10.0 |\n")
+    entry = {"note": "scored on report for the second time", "look": 2}
+    add_correction("x", entry, tmp_path)
+    add_correction("x", entry, tmp_path)  # not twice
+    result = json.loads((tmp_path / "x.json").read_text())
+    assert result == {"rows": [{"em": 0.1}], "corrections": [entry]}
+    assert (tmp_path / "x.md").read_text().endswith(
+        "| 10.0 |\n\n## Corrections\n\n- scored on report for the second time\n")
+    with pytest.raises(ValueError, match="note"):
+        add_correction("x", {"look": 1}, tmp_path)
+    # A family that renders its own corrections rewrites its Markdown from the JSON.
+    add_correction("x", "a sentence", tmp_path, render=lambda r: f"{len(r['corrections'])} corrections\n")
+    assert (tmp_path / "x.md").read_text() == "2 corrections\n"

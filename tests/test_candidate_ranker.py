@@ -1,4 +1,4 @@
-"""The learned candidate ranker (generator/rerank.py) on hand-made candidates."""
+"""The learned candidate ranker (generator/tried/rerank.py) on hand-made candidates."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from generator.candidate import Candidate
-from generator.rerank import FEATURES, HEADS, CandidateRanker, RankerConfig, features, head
+from generator.tried.rerank import FEATURES, HEADS, CandidateRanker, RankerConfig, features, head
 
 
 def _cand(tactic, lp, nb=0.0, beam=False, pool=-1, inst=False, prank=-1):
@@ -62,7 +62,7 @@ def test_a_ranker_learns_which_evidence_to_trust_and_round_trips(tmp_path):
 def test_the_benchmark_orderings_read_one_dump_as_each_generator_would():
     """One dumped state serves every ordering: the shipped mixture never sees the instantiated-
     only candidates, the bonus lifts those naming a premise shown, the neighbours rank by vote."""
-    from benchmarks.candidate_ranker import candidates_of, hits, orderings
+    from benchmarks.tried.candidate_ranker import candidates_of, hits, orderings
     row = {"key": "A.lean::t#0", "gold": "rw [p0]", "cands": [
         ["simp", -1.0, 0.0, 1, 0, 0, -1], ["ring", -2.0, 0.5, 0, 1, 0, -1],
         ["rw [p0]", -20.0, 0.0, 0, -1, 1, 0]]}
@@ -77,7 +77,7 @@ def test_the_benchmark_orderings_read_one_dump_as_each_generator_would():
 
 
 def test_the_committed_select_table_renders_from_its_json():
-    from benchmarks.candidate_ranker import markdown
+    from benchmarks.tried.candidate_ranker import markdown
     from tests.conftest import REPO
     path = REPO / "benchmarks/results/candidate-ranker-mathlib-src-leandojo-real-select.json"
     res = json.loads(path.read_text())

@@ -59,7 +59,7 @@ def car_overrides(mini_root: Path, run_dir: Path, **car) -> list[str]:
     """tiny.yaml made smaller still: a few optimizer steps of short sequences (with BERT's
     attention dropout, the setting the loss thresholds below were measured with)."""
     settings = dict(max_len=64, negatives=3, random_negatives=1, batch_size=8, grad_accum=1, lr=1e-3,
-                    warmup_steps=2, hard_negatives_k=20, k1=10, k2=5, eval_queries=10, log_every=1, max_steps=6,
+                    warmup_steps=2, hard_negatives_k=20, k1=10, eval_queries=10, log_every=1, max_steps=6,
                     checkpoint_every=100, attention_dropout=0.1) | car
     return [f"data.root={mini_root}", f"run_dir={run_dir}", "seed=7"] + [f"car.{k}={v}" for k, v in settings.items()]
 
@@ -153,13 +153,13 @@ def test_scorer_encodes_pairs_and_round_trips(mini, encoder, tmp_path):
     scores = scorer.score(states, premises)  # three batches of 3, 3, 1
     assert scores.shape == (7,) and np.isfinite(scores).all()
     assert np.allclose(scores, scorer.score(states[:2], premises[:2]).tolist() + scores[2:].tolist(), atol=1e-5)
-    scorer.meta = {"k1": 7, "k2": 3, "first_stage": "bm25"}
+    scorer.meta = {"k1": 7, "first_stage": "bm25"}
     scorer.save_pretrained(tmp_path / "car")
     again = CARScorer.from_pretrained(tmp_path / "car")
     assert again.max_len == 64 and again.score_batch_size == 3 and again.meta == scorer.meta
     assert np.allclose(again.score(states, premises), scores, atol=1e-5)
-    rr = RerankRetriever.load(mini[2], tmp_path / "car")  # k1, k2 as trained
-    assert (rr.k1, rr.k2, rr.name) == (7, 3, "bm25+car")
+    rr = RerankRetriever.load(mini[2], tmp_path / "car")  # k1 as trained
+    assert (rr.k1, rr.name) == (7, "bm25+car")
 
 
 def test_chunked_logits_equal_one_padded_batch_in_order(mini, encoder):
@@ -279,7 +279,7 @@ def test_rerank_reorders_the_head_and_keeps_the_tail(mini):
     corpus = mini[0]
     first = FixedRetriever(corpus, n=30)
     scorer = FakeScorer(corpus)
-    rr = RerankRetriever(first, scorer, k1=10, k2=5)
+    rr = RerankRetriever(first, scorer, k1=10)
     assert rr.name == "fixed+car" and rr.corpus is corpus
     ctx = [TheoremContext("x", (1, 1))] * 2
     out = rr.retrieve(["s1", "s2"], 25, ctx)
@@ -304,15 +304,15 @@ def test_fused_head_orders_by_standardized_car_plus_weighted_first_stage(mini):
     fs = np.arange(30, 20, -1, dtype=np.float64)
     z = lambda x: (x - x.mean()) / x.std()
     for w in (0.5, 1.3, 3.0):  # weights without exact ties in this toy
-        hits = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=w).retrieve(["s"], 12, ctx)[0]
+        hits = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=w).retrieve(["s"], 12, ctx)[0]
         fused = z(car) + w * z(fs)
         assert [h.index for h in hits[:10]] == sorted(range(10), key=lambda i: -fused[i])
         np.testing.assert_allclose([h.score for h in hits[:10]], np.sort(fused)[::-1], rtol=1e-6)
         assert [h.index for h in hits[10:]] == [10, 11]
     # A heavy first-stage weight keeps the first stage's order; weight 0 is CAR's alone.
-    heavy = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=1e6)
+    heavy = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=1e6)
     assert [h.index for h in heavy.retrieve(["s"], 10, ctx)[0]] == list(range(10))
-    plain = RerankRetriever(first, FakeScorer(corpus), 10, 5, first_stage_weight=0.0)
+    plain = RerankRetriever(first, FakeScorer(corpus), 10, first_stage_weight=0.0)
     assert [h.index for h in plain.retrieve(["s"], 10, ctx)[0]] == sorted(range(10), key=lambda i: -car[i])
 
 
@@ -409,7 +409,7 @@ def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, e
     corpus = mini[0]
     run = tmp_path / "run"
     cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
-                                                   "car.k1=8", "car.k2=4", "car.first_stage_weight=0.5"])
+                                                   "car.k1=8", "car.first_stage_weight=0.5"])
     for sub, similarity in (("cfr", "fine"), ("cfr-conventional", "conventional")):
         CFREncoder.from_pretrained(encoder, replace(cfr_config(cfg), similarity=similarity)).save_pretrained(
             run / sub / "model")
@@ -423,7 +423,7 @@ def test_registry_pairs_each_cfr_with_the_car_trained_over_it(mini, mini_root, e
     alone = build_retriever("cfr-conventional+car-only", corpus, cfg)
     assert (fused.name, alone.name) == ("cfr-conventional+car", "cfr-conventional+car-only")
     assert fused.first_stage.name == "cfr-conventional" and fused.first_stage.encoder.similarity == "conventional"
-    assert (fused.k1, fused.k2, fused.first_stage_weight, alone.first_stage_weight) == (8, 4, 0.5, 0.0)
+    assert (fused.k1, fused.first_stage_weight, alone.first_stage_weight) == (8, 0.5, 0.0)
     # The fine-grained CFR's CAR lives elsewhere: not trained yet, so it is not silently shared.
     with pytest.raises(UserInputError, match="car/model"):
         build_retriever("cfr+car", corpus, cfg)
@@ -445,7 +445,7 @@ def test_fusion_car_reranks_the_fitted_fusions_head_with_the_car_of_its_cfr(mini
     corpus = mini[0]
     run = tmp_path / "run"
     cfg = load_config(RetrieverTrainConfig, TINY, [f"data.root={mini_root}", f"run_dir={run}", "device=cpu",
-                                                   "car.k1=8", "car.k2=4", "car.first_stage=cfr-conventional",
+                                                   "car.k1=8", "car.first_stage=cfr-conventional",
                                                    "car.fusion_weight=2.0", "fusion.members=[locality,random]"])
     # A fusion that follows `random` alone (its 1/rank feature), as in test_fusion.py.
     FusionModel(["locality", "random"], depth=100, mean=[0.0] * 6, std=[1.0] * 6,
@@ -508,11 +508,11 @@ def test_fusion_sweep_scores_each_pair_once_and_matches_direct_reranking(mini, m
     queries = queries[:40]
     cfg = load_config(RetrievalBenchmarkConfig, None, ["eval.batch_size=16"])
     scorer = PairCounter(corpus)
-    rows = car_fusion.sweep(RerankRetriever(bm25, scorer, 5, 5), queries, [4, 8], [0.0, 1.0], cfg)
+    rows = car_fusion.sweep(RerankRetriever(bm25, scorer, 5), queries, [4, 8], [0.0, 1.0], cfg)
     assert [(r["k1"], r["first_stage_weight"]) for r in rows] == [(0, None), (8, 0.0), (8, 1.0), (4, 0.0), (4, 1.0)]
     assert rows[0]["metrics"] == evaluate(bm25, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
     assert scorer.pairs == 8 * len(queries)  # every later setting re-used the logits of k1 = 8
     for k1, w, row in ((8, 0.0, rows[1]), (4, 1.0, rows[4])):
-        direct = RerankRetriever(bm25, FakeScorer(corpus), k1, 5, w)
+        direct = RerankRetriever(bm25, FakeScorer(corpus), k1, w)
         assert row["metrics"] == evaluate(direct, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k).metrics
     assert rows[1]["metrics"] != rows[0]["metrics"]  # the fake CAR does change the order

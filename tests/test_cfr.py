@@ -401,7 +401,7 @@ def test_masked_search_benchmark_compares_identical_rankings(synth, synth_retrie
     corpus, _ = synth
     queries = [PremiseQuery(theorem="t", tactic_index=i, file_path="F2.lean", position=(50, 1), state=s, gold=())
                for i, s in enumerate(STATES * 4)]
-    row = benchmark_script("masked_search").compare(synth_retriever, queries, n=8, k=20, batch=3)
+    row = benchmark_script("tried/masked_search").compare(synth_retriever, queries, n=8, k=20, batch=3)
     assert row["identical_rankings"] == row["queries"] == 8 and row["n_premises"] == len(corpus)
     assert row["max_score_difference"] < 1e-5
     for part in ("encode_batch1", "mask_batch1", "scan_masked", "pool_masked"):

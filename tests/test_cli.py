@@ -3,8 +3,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+
+import httpx
+import pytest
+
+from conftest import REPO
+from serve_process import serving
 
 from prover.data.theorem import load_theorems
 
@@ -21,16 +28,26 @@ def test_help_lists_subcommands():
         assert sub in out.stdout
 
 
-def test_demo_trains_retrieves_and_searches_on_the_demo_library(tmp_path):
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`prover demo` as the README writes it, on a fresh HOME, in a clean folder that holds the
+    repository's configs (as a clone does): it writes runs/demo/ there."""
+    tmp_path = tmp_path_factory.mktemp("clean")
+    (tmp_path / "configs").symlink_to(REPO / "configs")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PROVER_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-m", "prover.cli", "demo"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    return tmp_path, env, out
+
+
+def test_demo_trains_retrieves_and_searches_on_the_demo_library(demo_run):
     """The README's main job on a fresh HOME: BM25 beside a CFR trained on the spot, a tiny
     generator, a replay search on Ray, and a summary a person reads, with nothing noisy."""
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "PROVER_CACHE": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-m", "prover.cli", "demo", f"out_dir={tmp_path / 'demo'}"],
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    tmp_path, _, out = demo_run
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr and " DEBUG " not in out.stderr
     assert "LOAD REPORT" not in out.stderr and "Token authentication" not in out.stderr
-    demo = json.loads((tmp_path / "demo" / "demo.json").read_text())
+    demo = json.loads((tmp_path / "runs" / "demo" / "demo.json").read_text())
     rows = {r["retriever"]: r for r in demo["retrieval"]}
     assert list(rows) == ["bm25", "bm25-plain", "cfr-conventional"]
     assert all(r["n_queries"] == 13 for r in rows.values())
@@ -45,6 +62,29 @@ def test_demo_trains_retrieves_and_searches_on_the_demo_library(tmp_path):
     assert "replay simulator: not pass@1" in out.stdout and "of 10 theorems proved" in out.stdout
     assert str(tmp_path / "cache") in out.stdout  # where the demo library is
     assert "done in" in out.stdout
+
+
+def test_the_readme_first_serve_line_starts_from_what_the_demo_left(demo_run):
+    """`prover serve --config configs/serve/demo.yaml`, the README's first serve line, in the
+    folder the demo ran in: it serves the demo's CFR and BM25 (a free port instead of 8000)."""
+    tmp_path, env, done = demo_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(l for l in (REPO / "README.md").read_text().splitlines() if l.startswith("prover serve"))
+    words = shlex.split(line.split("#", 1)[0])
+    assert words == ["prover", "serve", "--config", "configs/serve/demo.yaml"]
+    with serving(words[1:], tmp_path, env, tmp_path / "serve.log", timeout_s=120) as (url, health):
+        assert health["retrievers"] == ["cfr-conventional", "bm25"] and health["rerank"] is False
+        r = httpx.post(f"{url}/search", json={"state": "a b : ℕ\n⊢ a + b = b + a", "k": 5})
+        assert r.status_code == 200 and len(r.json()["results"]) == 5
+
+
+def test_serve_names_the_command_that_makes_the_demo_run(tmp_path):
+    (tmp_path / "configs").symlink_to(REPO / "configs")
+    out = run("serve", "--config", "configs/serve/demo.yaml", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: --index runs/demo/retriever does not exist (expected a retriever run folder such as "
+        "runs/retriever-tiny, or its cfr/index folder; `prover demo` makes it)"]
 
 
 def test_demo_mistakes_are_answered_before_torch_loads():

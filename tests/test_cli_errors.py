@@ -85,7 +85,42 @@ CASES = {
     "retriever eval data.root missing": (
         lambda t: ["retriever", "eval", "data.root=/missing", f"eval.out_dir={t / 'out'}"],
         ["data.root /missing", "dataset folder not found"]),
+    # Issue 48: each of these escaped as a traceback or a raw exception name.
+    "config malformed YAML": (
+        lambda t: ["retriever", "pretrain", "--config", _write(t, "bad.yaml", "a: [1,\nb: {")],
+        ["config file bad.yaml, line 3 column 1: not valid YAML (did not find expected node content)"]),
+    "config is a folder": (
+        lambda t: ["serve", "--config", _empty(t, "configs")],
+        ["config file configs is a folder: pass a YAML file in it"]),
+    "state is a folder": (
+        lambda t: ["generator", "suggest", "--model", "/nonexistent/folder", "--state", _empty(t, "st")],
+        ["--state st: is a folder (expected a file holding a proof state"]),
+    "out is a file": (
+        lambda t: ["retriever", "eval", "--retriever", "bm25", "--out", _write(t, "taken", "x")],
+        ["--out taken is a file: name a folder"]),
+    "corpus empty": (
+        lambda t: ["data", "stats", "--data", str(_empty_corpus(t))],
+        ["ds/corpus.jsonl: empty: a corpus with no premise to rank"]),
+    "split counts over the theorems": (
+        lambda t: ["data", "split", "--data", str(require(MINI)), "--strategy", "ri", "--out", "splits",
+                   "--n-val", "2000", "--n-test", "2000"],
+        ["--n-val 2000 + --n-test 2000 leave no training theorem of the 2,750"]),
+    "benchmark theorems file missing": (
+        lambda t: ["benchmark", "--theorems", "nothere.json", "--env", "replay", "--retriever", "bm25",
+                   "--out", "bench"],
+        ["nothere.json: file not found"]),
 }
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return name
+
+
+def _empty_corpus(tmp_path: Path) -> Path:
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "corpus.jsonl").write_text("")
+    return tmp_path / "ds"
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -189,3 +224,37 @@ def test_corrupt_corpus_skipped_by_retriever_eval_with_on_error_skip(tmp_path):
     assert "corpus.jsonl: skipped 1 bad line" in warnings[0] and "line 2" in warnings[0]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["skipped"]["counts"] == {"bad line": 1} and metrics["n_queries"] == 1
+
+
+def test_nothing_is_written_before_a_bad_input_is_found(tmp_path):
+    """data split checks its counts before it copies the corpus (issue 48: runs/splits/corpus.jsonl
+    was left behind); its defaults fit a small dataset (5% each for val and test)."""
+    out = prover(tmp_path, "data", "split", "--data", str(require(MINI)), "--strategy", "ri",
+                 "--out", "splits", "--n-val", "2000", "--n-test", "2000")
+    assert out.returncode == 2 and not (tmp_path / "splits").exists()
+    done = prover(tmp_path, "data", "split", "--data", str(require(MINI)), "--strategy", "random",
+                  "--out", "splits")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "(train 2,474, val 138, test 138)" in done.stdout
+
+
+def test_benchmark_checks_its_inputs_before_ray_and_run_json(tmp_path):
+    """A corrupt corpus, or no generator, is one line before Ray starts and before a results
+    folder is written (issue 48: a 252-line Ray traceback after 40 s, and a run.json with no results)."""
+    data = corrupt_dataset(tmp_path / "ds")
+    args = ["benchmark", "--theorems", str(data), "--split", "random/test", "--env", "replay",
+            "--retriever", "bm25", "--corpus", str(data), "--out", "bench"]
+    cases = {"no generator": ([], "no tactic generator: set generator.model (or --generator)"),
+             "corrupt corpus": (["--generator", _model(tmp_path)], f"{data / 'corpus.jsonl'}: line 2: malformed JSON")}
+    for extra, message in cases.values():
+        out = prover(tmp_path, *args, *extra)
+        errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+        assert out.returncode == 2 and len(errors) == 1 and message in errors[0], out.stderr[-2000:]
+        assert "Traceback" not in out.stderr and "ray" not in out.stderr.lower()
+        assert not (tmp_path / "bench").exists()
+
+
+def _model(tmp_path: Path) -> str:
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "config.json").write_text("{}")
+    return "gen"

@@ -46,15 +46,18 @@ def dialect(request) -> str:
 def lean_repl(data_root, tmp_path, monkeypatch, dialect):
     """`make(version, transcripts, axioms=None, **settings)`: a ReplConfig whose REPL replays
     those transcripts (names relative to lean-repl/[fork-v1.3.18/]<version>/test/, by the
-    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists."""
+    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists;
+    `kernel`: whether the kernel replay accepts ("accept") or throws ("reject")."""
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("FAKE_REPL_LOG", str(log))
 
-    def make(version: str, transcripts: list[str], axioms: list[str] | None = None, **settings) -> ReplConfig:
+    def make(version: str, transcripts: list[str], axioms: list[str] | None = None,
+             kernel: str = "accept", **settings) -> ReplConfig:
         base = data_root / "lean-repl" / f"{DIALECTS[dialect]}{version}"
         if axioms is not None:
             monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms))
+        monkeypatch.setenv("FAKE_REPL_KERNEL", kernel)
         paths = [str(base / "test" / f"{name}.in") for name in transcripts]
         monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", os.pathsep.join(paths))
         for folder in ("project", "repl"):
@@ -119,12 +122,15 @@ def test_candidate_counts_after_the_full_check(lean_repl):
         done = env.run_tactic(env.initial_state, "simp")
         assert isinstance(done, ProofFinished)
     fresh = fresh_name("example : f = 37")
-    assert done.check == {"ok": True, "reason": None, "axioms": ["propext"], "native_decide_allowed": False,
-                          "name": fresh}
+    assert done.check == {"status": "proved", "ok": True, "reason": None, "axioms": ["propext"],
+                          "native_decide_allowed": False, "name": fresh,
+                          "checks": ["text", "lean", "kernel", "axioms"]}
     sent = requests_sent(lean_repl.log)
-    assert sent[-2:] == [{"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2},  # the header's env
-                         {"cmd": f"#print axioms {fresh}", "env": sent[-1]["env"]}]
-    assert sent[-1]["env"] > 2  # the environment the re-check made
+    assert sent[-4] == {"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2}  # the header's env
+    # the kernel replays the environment the re-check made: pickled, unpickled into a fresh
+    # import; its axioms are asked there
+    assert sent[-3]["env"] > 2 and sent[-3]["pickleTo"] == sent[-2]["unpickleEnvFrom"]
+    assert sent[-1]["cmd"] == f"#print axioms {fresh}" and sent[-1]["env"] > sent[-3]["env"]
     session.close()
 
 
@@ -147,6 +153,26 @@ def test_axioms_decide_a_proof_lean_compiled(lean_repl, axioms, allow, reason):
     else:
         assert out == TacticError(f"the REPL closed every goal, but the proof does not pass the check: {reason}")
         assert [f.kind for f in env.failures] == ["rejected"]
+    session.close()
+
+
+def test_the_kernel_replay_rejecting_is_a_failed_tactic_and_search_goes_on(lean_repl):
+    """Lean compiled the proof and listed no axioms, but the kernel's replay of what the check
+    added throws (here the test's choice): the REPL process ends, as the real one does, the
+    candidate is a failed tactic, and the next tactic runs in a restarted REPL. A tactic that
+    sets an option skipping the kernel never reaches Lean."""
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=[], kernel="reject"))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        skip = env.run_tactic(env.initial_state, "set_option debug.skipKernelTC true in decide +kernel")
+        assert isinstance(skip, TacticError) and "debug.skipKernelTC" in skip.message
+        out = env.run_tactic(env.initial_state, "simp")
+        assert isinstance(out, TacticError) and "kernel replay did not finish" in out.message
+        assert [f.kind for f in env.failures] == ["rejected"] and session.restarts == 1
+        again = env.run_tactic(env.initial_state, 'trace "37"')
+        assert isinstance(again, State) and again.text == "⊢ f = 37"
+    sent = requests_sent(lean_repl.log)
+    assert not any("skipKernelTC" in json.dumps(r) for r in sent)
+    assert [list(r)[0] for r in sent if "pickleTo" in r or "unpickleEnvFrom" in r] == ["pickleTo", "unpickleEnvFrom"]
     session.close()
 
 

@@ -303,7 +303,7 @@ def test_dense_neighbours_vote_by_the_encoders_similarity_and_keep_their_vectors
 
 
 @pytest.mark.parametrize("script, stem", [("fusion_queries", "fusion-queries-mathlib-src"),
-                                          ("dense_neighbors", "dense-neighbors-mathlib-src")])
+                                          ("tried.dense_neighbors", "dense-neighbors-mathlib-src")])
 def test_committed_fusion_choices_render_from_their_json(script, stem):
     """The Markdown the README quotes is what the JSON says, and report was scored only when a
     recipe other than the shipped one won on select."""

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from generator.augment import augment_examples, augment_tactic
+from generator.augment import AugmentStats, augment_examples, augment_tactic
 from generator.inputs import format_input, n_bytes, premise_line
 from generator.model import TacticGenerator
 from generator.settings import AugmentConfig, GeneratorTrainConfig, InputConfig
@@ -181,7 +181,7 @@ def test_generation_is_distinct_sorted_and_consistent(tiny_generator):
     states = ["x : Nat\n⊢ x + 0 = x", "a b : Nat\nh : a = b\n⊢ b = a"]
     for method in ("beam", "sampling"):
         torch.manual_seed(0)
-        out = gen.generate(states, num_samples=6, method=method)
+        out = gen.generate(states, num_tactics=6, method=method)
         assert len(out) == 2
         for sugg in out:
             assert sugg, method
@@ -191,7 +191,7 @@ def test_generation_is_distinct_sorted_and_consistent(tiny_generator):
             assert all(math.isfinite(s) and s < 0 for s in scores)
             assert scores == sorted(scores, reverse=True)
     # A suggestion's score is the model's log-probability of that tactic, recomputable.
-    sugg = gen.generate(states[:1], num_samples=4)[0]
+    sugg = gen.generate(states[:1], num_tactics=4)[0]
     again = gen.tactic_logprobs([states[0]] * len(sugg), [s.tactic for s in sugg])
     assert np.allclose(again, [s.logprob for s in sugg], atol=1e-4)
     with pytest.raises(ValueError, match="beam or sampling"):
@@ -209,9 +209,9 @@ def test_the_tactic_pool_is_scored_beside_the_beam_and_travels_with_the_model(ti
     got = gen.score_candidates(states, [pool, pool[:2]])
     assert np.allclose(got[0], gen.tactic_logprobs([states[0]] * 5, pool), atol=1e-4)
     assert np.allclose(got[1], gen.tactic_logprobs([states[1]] * 2, pool[:2]), atol=1e-4)
-    beam = gen.generate(states, num_samples=3)
+    beam = gen.generate(states, num_tactics=3)
     gen.pool = pool
-    both = gen.generate(states, num_samples=3)
+    both = gen.generate(states, num_tactics=3)
     for b, w, scores in zip(beam, both, got[:1] + [gen.score_candidates(states[1:], [pool])[0]]):
         # The best 3 of beam and pool together, by the model's own score.
         every = {s.tactic: s.logprob for s in b} | dict(zip(pool, scores))
@@ -219,7 +219,7 @@ def test_the_tactic_pool_is_scored_beside_the_beam_and_travels_with_the_model(ti
         assert [s.tactic for s in w] == [t for t, _ in best]
         assert np.allclose([s.logprob for s in w], [v for _, v in best], atol=1e-4)
     # A prefix keeps only the pool's tactics that start with it.
-    assert all(s.tactic.startswith("rw") for s in gen.generate(states[:1], num_samples=5, prefix="rw")[0])
+    assert all(s.tactic.startswith("rw") for s in gen.generate(states[:1], num_tactics=5, prefix="rw")[0])
     gen.save_pretrained(tmp_path / "m")
     assert (tmp_path / "m" / TACTIC_POOL).exists() and TacticGenerator.load(tmp_path / "m").pool == pool
     assert TacticGenerator.load(summary["model"]).pool == []  # tiny.yaml has no pool
@@ -311,5 +311,26 @@ def test_cli_indexes_tactic_neighbours_into_a_trained_model(tiny_generator, tmp_
     dist = gen.neighbors.distribution(step.state_before)
     assert 1 <= len(dist) <= 3 and set(dist) <= {t.tactic.strip() for t in steps}
     assert sum(dist.values()) == pytest.approx(1.0)
-    sugg = gen.generate([step.state_before], num_samples=3, states=[step.state_before])[0]
+    sugg = gen.generate([step.state_before], num_tactics=3, states=[step.state_before])[0]
     assert len(sugg) == 3 and [s.logprob for s in sugg] == sorted((s.logprob for s in sugg), reverse=True)
+
+
+def test_positive_rate_hides_gold_premises_as_a_retrievers_miss_would(mini):
+    """positive_rate (issue 54): a tactic with gold premises is shown none of them at 1 - rate,
+    negatives from the gold premises' files in their place; at 1.0 the draws are as before."""
+    corpus, theorems = mini
+    thm = next(t for t in theorems if t.file_path in corpus.file_index)
+    acc = corpus.accessible_mask(thm.file_path, thm.start)
+    gold = [int(i) for i in np.flatnonzero(acc)[:2]]
+    stats = AugmentStats()
+    hidden = augment_tactic(np.random.default_rng(0), gold, acc, corpus, AugmentConfig(positive_rate=0.0), stats)
+    assert len(hidden[0]) == 10 and not any(hidden[1]) and not set(hidden[0]) & set(gold)
+    gold_files = set(corpus.premise_file[gold])
+    same = sum(corpus.premise_file[i] in gold_files for i in hidden[0])
+    assert same >= 1 and same == stats.negatives_same_module >= 5 - stats.same_module_shortfall  # half from those files
+    assert stats.positives_shown[0] == 1
+    assert (augment_tactic(np.random.default_rng(3), gold, acc, corpus, AugmentConfig(positive_rate=1.0))
+            == augment_tactic(np.random.default_rng(3), gold, acc, corpus, AugmentConfig()))
+    shown = [any(augment_tactic(np.random.default_rng(s), gold, acc, corpus, AugmentConfig(positive_rate=0.3))[1])
+             for s in range(200)]
+    assert 0.2 < np.mean(shown) < 0.4

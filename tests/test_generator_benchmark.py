@@ -10,6 +10,7 @@ import pytest
 
 from generator.evaluate import EvalExample, evaluate_frequency, frequent_tactics
 from prover.data.theorem import parse_theorem
+from prover.benchmarking.generator_tables import tactics_per_state
 from tests.conftest import REPO, benchmark_script, tactic, theorem_record
 
 
@@ -38,11 +39,11 @@ def test_frequency_baseline_on_a_hand_made_training_split():
     top = [t for t, _ in frequent_tactics(train, corpus, 8)]
     assert top == ["simp", "rfl", "ring", "linarith", "norm_num"]
     examples = [_example(t, i) for i, t in enumerate(["simp", "rfl", "norm_num", "omega", "simp [h]"])]
-    row = evaluate_frequency(examples, top, num_samples=2)
+    row = evaluate_frequency(examples, top, num_tactics=2)
     assert row["per_example"] == {"hit@1": [1, 0, 0, 0, 0], "hit@2": [1, 1, 0, 0, 0]}
     assert (row["n"], row["exact_match@1"], row["exact_match@2"]) == (5, 0.2, 0.4)
     # With 8 proposals, norm_num (5th) is found too.
-    assert evaluate_frequency(examples, top, num_samples=8)["exact_match@8"] == 0.6
+    assert evaluate_frequency(examples, top, num_tactics=8)["exact_match@8"] == 0.6
 
 
 def test_example_keys_are_unique_per_tactic():
@@ -89,7 +90,7 @@ def test_markdown_shows_intervals_absent_rows_and_the_legend(bench):
              "gold_loglik_per_byte": -0.5, "premises_shown": 0.0, "seconds": 1.0, "provenance": prov},
             {"condition": "frequency", "n": 2, "exact_match@1": 0.5, "exact_match@8": 0.5,
              "provenance": {**prov, "dirty": True}}]
-    result = {"rows": rows, "config": {"num_samples": n, "k": 10}, "dataset": "mathlib-src",
+    result = {"rows": rows, "config": {"num_tactics": n, "k": 10}, "dataset": "mathlib-src",
               "split": "leandojo-real/val", "model": "m", "model_params": 1e6, "n_examples": 2, "n_with_gold": 1,
               "max_bytes": 512, "absent": {"cfr-conventional+car": "retriever cfr-conventional+car needs X"},
               "frequency": {"train_split": "random/train", "tactics": [["rfl", 9], ["by simp", 3]],
@@ -118,7 +119,7 @@ def test_outcome_files_round_trip(bench, tmp_path):
 def test_the_real_config_names_every_condition():
     from omegaconf import OmegaConf
     cfg = OmegaConf.load(REPO / "configs" / "generator" / "benchmark_real.yaml")
-    assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 400 and cfg.num_samples == 8
+    assert cfg.data.split == "leandojo-real/val" and cfg.max_examples == 400 and cfg.num_tactics == 8
     assert list(cfg.conditions) == ["none", "gold", "bm25", "fusion", "frequency", "neighbors"]
 
 
@@ -126,7 +127,7 @@ def test_the_real_config_names_every_condition():
                          ids=lambda p: p.stem)
 def test_committed_real_generator_rows_agree_with_their_outcome_files(path, bench):
     result = json.loads(path.read_text())
-    n = result["config"]["num_samples"]
+    n = tactics_per_state(result["config"])
     for row in result["rows"]:
         keys, values = bench.read_outcomes(bench.outcomes_path(path.parent, path.stem, row["condition"]))
         assert len(keys) == row["n"] == result["n_examples"]

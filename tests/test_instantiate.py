@@ -1,11 +1,11 @@
-"""Premise-instantiated neighbour tactics (generator/instantiate.py) on hand-made training states."""
+"""Premise-instantiated neighbour tactics (generator/tried/instantiate.py) on hand-made training states."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from generator.instantiate import InstantiateConfig, fill, instantiated, template
+from generator.tried.instantiate import InstantiateConfig, fill, instantiated, template
 from generator.neighbors import TacticNeighbors
 from generator.settings import NeighborsConfig
 from prover.data.theorem import parse_theorem

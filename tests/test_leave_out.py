@@ -50,10 +50,13 @@ def test_the_benchmark_hands_every_theorem_to_both_specs(mini_root, monkeypatch,
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(actors, "start_fleet", start_fleet)
+    model = tmp_path / "model"  # a model folder, as run_one checks before Ray (never loaded here)
+    model.mkdir()
+    (model / "config.json").write_text("{}")
     cfg = OmegaConf.merge(OmegaConf.structured(SearchBenchmarkConfig), {
         "theorems": {"source": str(mini_root), "split": "novel_premises/test", "limit": 5},
         "env": {"name": "replay"}, "retriever": {"name": "usage", "corpus": str(mini_root)},
-        "generator": {"model": str(tmp_path)}, "out_dir": str(tmp_path / "runs"), "progress": False})
+        "generator": {"model": str(model)}, "out_dir": str(tmp_path / "runs"), "progress": False})
 
     class Session:
         def ensure(self):

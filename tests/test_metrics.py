@@ -12,7 +12,6 @@ from retriever.evaluation.metrics import (
     dedupe,
     graded_relevance,
     query_metrics,
-    rank_by_score,
 )
 
 LOG2_3 = math.log2(3)  # discount at rank 2 ≈ 1.58496
@@ -136,20 +135,6 @@ def test_ideal_dcg_uses_n_same_module():
     # k cuts the ideal list too: IDCG@1 = 1 regardless of n_same_module.
     m3_1 = query_metrics(names, modules, judge({"a"}, {"M"}, n_same_module=3), ks=(1,))
     assert m3_1["nDCG@1"] == pytest.approx(1.0)
-
-
-def test_rank_by_score_ties_keep_input_order():
-    names = ["a", "b", "c", "d", "e"]
-    scores = [0.5, 0.9, 0.5, 0.9, 0.1]
-    # 0.9: b before d (input order); 0.5: a before c; then e.
-    assert rank_by_score(names, scores) == ["b", "d", "a", "c", "e"]
-    # Deterministic across calls.
-    assert rank_by_score(names, scores) == rank_by_score(names, scores)
-
-
-def test_rank_by_score_length_mismatch():
-    with pytest.raises(ValueError):
-        rank_by_score(["a"], [1.0, 2.0])
 
 
 def test_dedupe_keeps_first_occurrence():

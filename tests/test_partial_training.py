@@ -156,7 +156,7 @@ def test_tiny_generator_stopped_by_its_budget_is_partial_then_resumes_to_an_unin
     mini = require(DATA_ROOT / "mathlib-src-mini")
     args = ["--allow-dirty", "--config", str(REPO / "configs/generator/benchmark_mini.yaml"),
             f"model={tmp_path / 'cut/generator/model'}", f"data.root={mini}", f"results_dir={tmp_path / 'results'}",
-            "conditions=[none]", "max_examples=3", "throughput_states=1", "num_samples=2"]
+            "conditions=[none]", "max_examples=3", "throughput_states=1", "num_tactics=2"]
     with pytest.raises(SystemExit) as refused:
         bench.main(args)
     assert f"partial: stopped by its budget at step {cut['steps']} of {STEPS}" in str(refused.value)

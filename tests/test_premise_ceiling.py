@@ -1,11 +1,11 @@
-"""The premise-ceiling benchmark's template mining (benchmarks/premise_ceiling.py) on hand-made tactics."""
+"""The premise-ceiling benchmark's template mining (benchmarks/tried/premise_ceiling.py) on hand-made tactics."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from benchmarks.premise_ceiling import generic, shapes
+from benchmarks.tried.premise_ceiling import generic, shapes
 
 
 def test_shapes_count_one_premise_tactics_and_skip_held_out_states():

@@ -184,7 +184,7 @@ def test_corpus_of_a_lake_project(tmp_path, capsys):
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["packages"] == {"demo": {"files": 1, "premises": 1}, "algebra": {"files": 2, "premises": 30}}
     assert meta["problems"] == {"not_a_lake_project": 0, "packages_missing_sources": 0, "files_unreadable": 0,
-                                "duplicate_modules": 0}
+                                "duplicate_modules": 0, "links_not_followed": 0}
     assert meta["uncertain"] == {"anonymous instances (Lean names them; not listed)": 1,
                                  "irreducible_def equations (<name>_def, not listed)": 1,
                                  "to_additive names guessed (no explicit name, no #align)": 1}
@@ -207,7 +207,7 @@ def test_bad_input_is_one_line_each_and_the_rest_is_written(tmp_path, capsys):
     assert "Demo/Latin1.lean cannot be read past line 1 (not valid UTF-8 at byte 11)" in err[3]
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["problems"] == {"not_a_lake_project": 1, "packages_missing_sources": 1, "files_unreadable": 2,
-                                "duplicate_modules": 0}
+                                "duplicate_modules": 0, "links_not_followed": 0}
     rows = read_rows(out)
     assert [p["full_name"] for p in rows["Demo/Broken.lean"]["premises"]] == ["kept"]
     assert rows["Demo/Latin1.lean"]["premises"] == []
@@ -362,3 +362,28 @@ def test_prove_sorries_without_corpus_uses_the_projects(tmp_path):
     cfg.retriever.name = "bm25"
     with pytest.raises(ValueError, match="needs a premise corpus: give --corpus"):
         ensure_corpus(cfg, None)
+
+
+def test_a_linked_folder_is_followed_once_and_a_loop_refused(tmp_path, capsys):
+    """A `Mathlib` that is a symlink (to a checkout elsewhere) is read; a link back to a folder
+    above it is refused in one line and the rest is written."""
+    elsewhere = tmp_path / "checkouts" / "Demo"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "Main.lean").write_text(MAIN)
+    (elsewhere / "Again").symlink_to(elsewhere, target_is_directory=True)  # a loop
+    project = tmp_path / "linked"
+    project.mkdir()
+    (project / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage linked\n")
+    (project / "Demo").symlink_to(elsewhere, target_is_directory=True)
+    (project / "Twin").symlink_to(elsewhere, target_is_directory=True)  # the same folder again: read once
+    out = tmp_path / "corpus"
+    assert main(["data", "corpus", str(project), "--out", str(out)]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")]
+    rows = read_rows(out)
+    assert list(rows) == ["Demo/Main.lean"]
+    assert [p["full_name"] for p in rows["Demo/Main.lean"]["premises"]] != []
+    loop, twin = sorted(err, key=lambda line: "Twin" in line)
+    assert len(err) == 2 and "Demo/Again" in loop and "(a loop), not followed" in loop
+    assert "Twin ->" in twin and "already read through another path" in twin
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["problems"]["links_not_followed"] == 2

@@ -64,3 +64,19 @@ def test_compared_with_the_independent_corpus_by_kind(real, data_root):
     assert meta["files"] == 300 and meta["premises"] == sum(len(r["premises"]) for r in rows)
     assert meta["uncertain"]["anonymous instances (Lean names them; not listed)"] > 500
     assert meta["derived"]["to_additive names from #align"] > 1000
+
+
+def test_doc_comments_kept_in_their_own_field(real):
+    """LeanDojo's `code` drops doc comments; the corpus keeps them in `doc` (issue 51): the
+    informal search reads what Mathlib says in words from there."""
+    _, _, rows, _ = real
+    by_name = {p["full_name"]: p for r in rows for p in r["premises"]}
+    assert by_name["irrational_sqrt_two"]["doc"] == "**Irrationality of the Square Root of 2**"
+    assert by_name["Irrational"]["doc"] == "A real number is irrational if it is not equal to any rational number."
+    assert "/--" not in by_name["irrational_sqrt_two"]["code"]
+    # A declaration after an ordinary comment, or after none, has no `doc`.
+    assert "doc" not in by_name["Nat.Prime.irrational_sqrt"]
+    docs = [p for p in by_name.values() if p.get("doc")]
+    theorems = [p for p in docs if p["kind"] in ("theorem", "lemma")]
+    assert len(docs) > 5000 and len(theorems) > 2000
+    assert not any("-/" in p["doc"] or "/--" in p["doc"] for p in docs)

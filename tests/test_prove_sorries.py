@@ -75,7 +75,7 @@ def test_proofs_become_minimal_patches(project, traced, tmp_path):
     # The generator stand-in knows every proof but top_level's: that one is searched and fails.
     oracle = OracleTactics([t for n, t in traced.items() if n != "top_level"])
     attempts = prove_sorries(sorries, _env_factory(traced), NoPremises(), oracle,
-                             SearchConfig(num_tactics=16), progress=False)
+                             SearchConfig(), progress=False)
     status = {a.sorry.label: a.status for a in attempts if a.status != "skipped"}
     assert status == {"SorryProject.add_zero'": "proved", "SorryProject.zero_add'": "proved",
                       "SorryProject.by_newline": "proved", "SorryProject.Inner.nested_ns": "proved",
@@ -114,7 +114,7 @@ def test_env_crashes_and_missing_traces_are_errors(project, traced, tmp_path):
     known = {n: t for n, t in traced.items() if n != "SorryProject.by_newline"}
     config = ReplayConfig(crash_theorems=["SorryProject.zero_add'"])
     attempts = prove_sorries(find_sorries(project), _env_factory(known, config), NoPremises(),
-                             OracleTactics(list(traced.values())), SearchConfig(num_tactics=16),
+                             OracleTactics(list(traced.values())), SearchConfig(),
                              progress=False)
     by_name = {a.sorry.label: a for a in attempts}
     assert by_name["SorryProject.zero_add'"].status == "error"
@@ -133,7 +133,7 @@ def test_cli_with_a_generator(project, tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["prove-sorries", str(project), "--env", "replay", "--replay-traces", str(PROOFS),
                  "--generator", str(model), "--out", str(out), "--write",
-                 "search.max_expansions=1", "search.num_tactics=2"])
+                 "search.max_expansions=1", "generator.num_tactics=2"])
     assert code == 0
     report = json.loads((out / "report.json").read_text())
     c = report["counts"]
@@ -172,7 +172,7 @@ def lean(traced, monkeypatch):
 
 def _leandojo_args(project, out):
     return ["prove-sorries", str(project), "--env", "leandojo", "--out", str(out),
-            "search.num_tactics=16"]
+            "generator.num_tactics=16"]
 
 
 def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, lean, capsys):
@@ -196,7 +196,7 @@ def test_leandojo_run_drives_the_real_adapter_and_rechecks_each_proof(tmp_path, 
         (BASIC, "SorryProject.by_newline", "by\n  have h := Nat.add_comm a b\n  exact h"),
         (BASIC, "SorryProject.Inner.nested_ns", "by\n  rw [Nat.mul_comm]\n  exact Nat.one_mul x")])
     assert report["check"] == ("re-checked with lean_dojo.check_proof: 4 accepted, 0 rejected "
-                               "(not patched), 0 could not be checked")
+                               "(not patched), 0 could not be checked (not patched)")
     assert {s["check"] for s in report["sorries"] if s["status"] == "proved"} == {"checked"}
     said = capsys.readouterr().out
     assert report["check"] in (out / "report.md").read_text() and report["check"] in said

@@ -173,3 +173,15 @@ def test_learned_rows_are_compared_with_the_best_no_learning_row():
     assert rows[4]["R@10_diff_to_best_baseline_ci"] == [0.0, 0.0]
     assert benchmark.first_stage("cfr-conventional+car") == "cfr-conventional"
     assert benchmark.first_stage("cfr+car-only") is None and benchmark.first_stage("bm25") is None
+
+
+def test_a_fusion_rests_on_the_training_of_its_own_members_only():
+    from types import SimpleNamespace
+
+    from retriever.evaluation.benchmark import trained_by
+    without_cfr = SimpleNamespace(fusion=SimpleNamespace(members=["bm25", "usage", "locality", "neighbors"]))
+    assert trained_by("fusion", without_cfr) == ["fusion"]
+    with_cfr = SimpleNamespace(fusion=SimpleNamespace(members=["bm25", "cfr-conventional"]))
+    assert trained_by("fusion", with_cfr) == ["pretrain", "cfr-conventional", "fusion"]
+    assert trained_by("fusion+car", with_cfr)[-1] == "car-conventional"
+    assert trained_by("cfr", with_cfr) == ["pretrain", "cfr"]

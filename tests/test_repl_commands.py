@@ -77,7 +77,7 @@ def test_benchmark_cli_writes_results_and_resumes(fake_lean, tmp_path, capsys):
     argv = ["benchmark", "--config", str(REPO / "configs" / "search" / "tiny.yaml"), "--theorems", "minif2f",
             "--split", "test", "--env", "repl", "--retriever", "none", "--generator", str(gen), "--workers", "1",
             "--out", str(fake_lean / "cli"), f"theorems.minif2f_path={fake_lean / 'minif2f.json'}",
-            "search.max_expansions=1", "search.num_tactics=2", *repl_overrides(fake_lean)]
+            "search.max_expansions=1", "generator.num_tactics=2", *repl_overrides(fake_lean)]
     assert main(argv) == 0
     results = fake_lean / "cli" / "repl-none" / "results.jsonl"
     records = [json.loads(line) for line in results.read_text().splitlines()]
@@ -133,7 +133,7 @@ def test_prove_sorries_on_the_repl(fake_lean, tmp_path, capsys):
     gen = save_untrained_generator(tmp_path / "gen")
     out = tmp_path / "report"
     code = main(["prove-sorries", str(project), "--env", "repl", "--generator", str(gen), "--write",
-                 "--out", str(out), "search.max_expansions=1", "search.num_tactics=2",
+                 "--out", str(out), "search.max_expansions=1", "generator.num_tactics=2",
                  f"env.repl.repl_path={fake_lean / 'repl'}", "env.repl.memory_gb=0.5"])
     assert code == 0
     report = json.loads((out / "report.json").read_text())
@@ -158,11 +158,11 @@ def test_recheck_before_writing(tmp_path):
 
     printed = []
 
-    def command(cmd, env=None):  # `#print axioms` in the file's environment (Lean's format)
+    def command(cmd, env=None, timeout=None):  # `#print axioms` in the file's environment (Lean's format)
         printed.append(cmd)
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [propext]"}]}
 
-    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command, replay=lambda env: ("", env))
     assert counts == {CHECKED: 1, REJECTED: 1, "unchecked": 0}
     assert [a.check for a in attempts] == [CHECKED, REJECTED] and attempts[1].status == "error"
     assert printed[-1] == "#print axioms a"
@@ -187,10 +187,10 @@ def test_recheck_before_writing_refuses_sorry_axioms_and_escaping_text(tmp_path)
         files.append(path.read_text())
         return {"env": 0, "messages": [], "sorries": [{"goal": "g"}] * path.read_text().count("sorry")}
 
-    def command(cmd, env=None):
+    def command(cmd, env=None, timeout=None):
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [sorryAx]"}]}
 
-    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command)
+    counts = recheck_files_in_repl(attempts, tmp_path, run_file, command, replay=lambda env: ("", env))
     assert counts == {CHECKED: 0, REJECTED: 2, "unchecked": 0}
     assert "command keyword `axiom`" in attempts[1].reason
     assert not any("axiom cheat" in f for f in files)

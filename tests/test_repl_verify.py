@@ -11,8 +11,9 @@ import pytest
 from prover.env.base import ProofFinished, State, TacticError
 from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
 from prover.env.repl_session import ReplConfig, ReplSession
-from prover.env.verify import (axioms_problem, check_proof, fresh_name, parse_axioms, restate,
-                               tactic_text_problem)
+from prover.env.text_check import tactic_text_problem
+from prover.env.verdict import Status, axioms_problem
+from prover.env.verify import axioms_answer, check_proof, fresh_name, restate
 
 
 def info(data: str) -> dict:
@@ -22,31 +23,34 @@ def info(data: str) -> dict:
 @pytest.mark.parametrize("data, axioms", [
     ("'Foo.prover_check_1' depends on axioms: [propext, Classical.choice, Quot.sound]",
      ("propext", "Classical.choice", "Quot.sound")),
-    ("'prover_check_1' does not depend on any axioms", ()),
+    ("'Foo.prover_check_1' does not depend on any axioms", ()),
     # a long list is wrapped by Lean's formatter: a line break and an indent after a comma
-    ("'Foo.Bar.prover_check_1' depends on axioms: [propext,\n  sorryAx,\n  Classical.choice,\n  Quot.sound]",
+    ("'Foo.prover_check_1' depends on axioms: [propext,\n  sorryAx,\n  Classical.choice,\n  Quot.sound]",
      ("propext", "sorryAx", "Classical.choice", "Quot.sound")),
-    ("'prover_check_1' depends on axioms: [Lean.ofReduceBool, Lean.trustCompiler]",
+    ("'Foo.prover_check_1' depends on axioms: [Lean.ofReduceBool, Lean.trustCompiler]",
      ("Lean.ofReduceBool", "Lean.trustCompiler")),
-    ("'«prover_check_1»' depends on axioms: [«my axiom»]", ("my axiom",)),
+    # names as Lean writes them: the escapes are kept, and a `]` or `,` inside one is part of it
+    ("'Foo.prover_check_1' depends on axioms: [«my axiom», «a], b», propext]", ("«my axiom»", "«a], b»", "propext")),
+    # a private declaration's name, as Lean prints it
+    ("'_private.Foo.Bar.0.Foo.prover_check_1' depends on axioms: [propext]", ("propext",)),
 ])
 def test_axioms_answer_is_parsed(data, axioms):
-    assert parse_axioms(info(data), "Foo.prover_check_1") == axioms
+    assert axioms_answer(info(data), "Foo.prover_check_1") == axioms
 
 
 def test_axioms_of_another_name_or_an_error_are_no_answer():
-    assert parse_axioms(info("'other' depends on axioms: [propext]"), "prover_check_1") is None
-    assert parse_axioms({"messages": [{"severity": "error", "data": "unknown constant 'prover_check_1'"}]},
-                        "prover_check_1") is None
+    assert isinstance(axioms_answer(info("'other' depends on axioms: [propext]"), "prover_check_1"), str)
+    assert axioms_answer({"messages": [{"severity": "error", "data": "unknown constant 'prover_check_1'"}]},
+                         "prover_check_1") == "unknown constant 'prover_check_1'"
 
 
 def test_only_the_standard_axioms_pass():
     assert axioms_problem(["propext", "Classical.choice", "Quot.sound"], False) is None
-    assert axioms_problem(["sorryAx"], False) == "the proof depends on sorryAx"
-    assert axioms_problem(["Lean.ofReduceBool"], False).startswith("the proof depends on Lean.ofReduceBool (native_decide)")
+    assert axioms_problem(["sorryAx"], False) == (Status.SORRY, "the proof depends on sorryAx")
+    assert axioms_problem(["Lean.ofReduceBool"], False)[1].startswith("the proof depends on Lean.ofReduceBool (native_decide)")
     assert axioms_problem(["Lean.ofReduceBool", "Lean.trustCompiler"], True) is None
     assert axioms_problem(["Lean.ofReduceBool", "cheat"], True) == \
-        "the proof depends on axioms beyond Lean's standard ones: cheat"
+        (Status.AXIOMS, "the proof depends on axioms beyond Lean's standard ones: cheat")
 
 
 @pytest.mark.parametrize("tactic", [
@@ -101,7 +105,7 @@ class Recorder:
 def test_an_escaping_proof_never_reaches_lean():
     lean = Recorder(lambda cmd: {"env": 1})
     verdict = check_proof(lean.command, 0, "theorem t : False", ["skip\naxiom cheat : False", "exact cheat"])
-    assert not verdict.ok and "command keyword `axiom`" in verdict.reason and lean.sent == []
+    assert verdict.status is Status.REFUSED and "command keyword `axiom`" in verdict.reason and lean.sent == []
 
 
 def test_a_proof_whose_axioms_include_its_own_is_rejected():
@@ -110,9 +114,9 @@ def test_a_proof_whose_axioms_include_its_own_is_rejected():
     name = fresh_name("theorem t : False")
     lean = Recorder(lambda cmd: info(f"'{name}' depends on axioms: [cheat]") if cmd.startswith("#print")
                     else {"env": 5})
-    verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"])
-    assert (verdict.ok, verdict.axioms, verdict.reason) == (
-        False, ("cheat",), "the proof depends on axioms beyond Lean's standard ones: cheat")
+    verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"], replay=lambda env: ("", env))
+    assert (verdict.status, verdict.axioms, verdict.reason) == (
+        Status.AXIOMS, ("cheat",), "the proof depends on axioms beyond Lean's standard ones: cheat")
     assert lean.sent == [(f"theorem {name} : False := by exact cheat", 0), (f"#print axioms {name}", 5)]
 
 
@@ -144,6 +148,8 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
     def answer(req):
         if "tactic" in req:
             return {"proofState": 1, "goals": []}
+        if "pickleTo" in req or "unpickleEnvFrom" in req:  # the kernel replay accepts
+            return {"env": req.get("env", 99)}  # unpickled: a new environment, 99
         if req["cmd"].startswith("#print axioms"):
             return info(f"'Nat.Partrec.Code.{name}' depends on axioms: [propext]")
         if req["cmd"].endswith(":= by sorry"):
@@ -158,7 +164,9 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
     assert cmds[-3] == target.statement + " := by sorry"
     assert cmds[-2] == target.statement.replace("const_inj", name) + " := by intro n₁ n₂ h; exact h"
     assert "def id" not in cmds[-3] and "| 0, 0" not in cmds[-3]
-    assert cmds[-1] == f"#print axioms {name}"
+    assert cmds[-1] == f"#print axioms Nat.Partrec.Code.{name}"  # exactly the name Lean gives it
+    assert [list(r) for r in session.sent[-3:-1]] == [["pickleTo", "env"], ["unpickleEnvFrom"]]
+    assert session.sent[-1]["env"] == 99  # asked in the kernel's replay of the check
 
 
 def test_a_runaway_tactic_is_a_failed_tactic_and_its_state_lives():

@@ -104,8 +104,8 @@ def test_ceiling_on_the_real_records(data_root):
     plain, _ = outcome_row(CEILING, {r["key"]: r for r in replay_ceiling(tasks, ReplayConfig())}, keys)
     assert (focused["proved"], plain["proved"]) == (180, 151)
     assert focused["outcomes"]["no_match"] == 5 and focused["outcomes"]["error"] == 0
-    # Within the real config's budget (8 tactics an expansion, 16 expansions) one proof is too long.
-    budget = SearchConfig(num_tactics=8, max_expansions=16, timeout_s=60)
+    # Within the real config's budget (16 expansions) one proof is too long.
+    budget = SearchConfig(max_expansions=16, timeout_s=60)
     in_budget, _ = outcome_row(CEILING_IN_BUDGET, {r["key"]: r for r in replay_ceiling(
         tasks, ReplayConfig(focus_goals=True), budget, CEILING_IN_BUDGET)}, keys)
     assert in_budget["outcomes"] == {"proved": 179, "no_match": 5, "budget_expansions": 1, "budget_time": 0,

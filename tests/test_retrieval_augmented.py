@@ -107,14 +107,14 @@ def test_the_model_builds_the_inputs_it_was_trained_on(ra_generator, mini_root):
     gen.neighbors.exclude({top_source})
     assert all(gen.neighbors.sources[d] != top_source for d, _ in gen.neighbors.nearest_states(state))
     assert gen.input_text(state)[0].count("\n" + TACTIC_MARK) + gen.input_text(state)[0].startswith(TACTIC_MARK) == 2
-    assert gen.generate([text], num_samples=3, states=[state])[0]
+    assert gen.generate([text], num_tactics=3, states=[state])[0]
     gen.neighbors = None  # a retrieval-augmented model without its neighbours cannot build inputs
     with pytest.raises(UserInputError, match="neighbour tactics"):
         gen.input_text(state)
 
 
 def test_neighbour_templates_are_filled_with_the_premises_shown():
-    from generator.instantiate import filled
+    from generator.tried.instantiate import filled
     steps = [(SUBST, "rw [Int.add_comm]", [("Int.add_comm", "B.lean")]),
              (SUBST.replace("h :", "g :"), "exact Nat.le_refl _", [("Nat.le_refl", "B.lean")]),
              (SUBST.replace("h :", "k :"), "simp", [])]
@@ -131,7 +131,7 @@ def test_neighbour_templates_are_filled_with_the_premises_shown():
 
 
 def test_instantiated_candidates_are_scored_by_the_model(ra_generator, monkeypatch):
-    from generator.instantiate import filled
+    from generator.tried.instantiate import filled, plug_in
     cfg, summary = ra_generator
     gen = TacticGenerator.load(summary["model"])
     nb = gen.neighbors
@@ -143,14 +143,15 @@ def test_instantiated_candidates_are_scored_by_the_model(ra_generator, monkeypat
     score = gen.score_candidates
     monkeypatch.setattr(gen, "score_candidates", lambda ins, cands: seen.extend(cands) or score(ins, cands))
     text = gen.input_text(state)[0]
-    gen.generate([text], num_samples=2, states=[state], premises=[names])
+    gen.generate([text], num_tactics=2, states=[state], premises=[names])
     assert not set(want) & set(seen[0])  # off by default
-    gen.instantiate = 2
-    top = gen.generate([text], num_samples=2, states=[state], premises=[names])[0]
+    plug_in(gen, 2)
+    top = gen.generate([text], num_tactics=2, states=[state], premises=[names])[0]
     assert set(want) <= set(seen[1]) and len(top) == 2 and all(s.logprob < 0 for s in top)
 
 
 def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_generator):
+    from generator.tried.instantiate import plug_in
     from prover.data.tactic_steps import name_pattern
     cfg, summary = ra_generator
     gen = TacticGenerator.load(summary["model"])
@@ -158,10 +159,10 @@ def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_gener
     d = next(i for i, ps in enumerate(nb.premises) if len(ps) == 1 and ps[0].split(".")[-1] in nb.tactics[i])
     state, names = "⊢ " + nb.tactics[d], ["Nat.zero_lt_one"]
     text = gen.input_text(state)[0]
-    gen.instantiate = 1
-    plain = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    plug_in(gen, 1)
+    plain = gen.generate([text], num_tactics=4, states=[state], premises=[names])[0]
     gen.premise_bonus = 1000.0
-    lifted = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    lifted = gen.generate([text], num_tactics=4, states=[state], premises=[names])[0]
     named = [s for s in lifted if name_pattern(names[0]).search(s.tactic)]
     assert named and lifted[0] in named and lifted[0].logprob > 500
     before = {s.tactic: s.logprob for s in plain}
@@ -171,8 +172,8 @@ def test_a_premise_bonus_lifts_the_candidates_that_name_a_shown_premise(ra_gener
 
 
 def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_generator, tmp_path):
-    from generator.instantiate import filled
-    from generator.rerank import CandidateRanker, RankerConfig
+    from generator.tried.instantiate import filled, plug_in
+    from generator.tried.rerank import CandidateRanker, RankerConfig, load_ranker
     from prover.data.tactic_steps import name_pattern
     cfg, summary = ra_generator
     gen = TacticGenerator.load(summary["model"])
@@ -181,8 +182,8 @@ def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_g
     d = next(i for i, ps in enumerate(nb.premises) if len(ps) == 1 and ps[0].split(".")[-1] in nb.tactics[i])
     state, names = "⊢ " + nb.tactics[d], ["Nat.zero_lt_one", "Nat.succ_pos"]
     text = gen.input_text(state)[0]
-    gen.instantiate = 2
-    cands = gen.candidates([text], num_samples=4, states=[state], premises=[names])[0]
+    plug_in(gen, 2)
+    cands = gen.candidates([text], num_beams=4, states=[state], premises=[names])[0]
     by = {c.tactic: c for c in cands}
     assert len(by) == len(cands) and sum(c.in_beam for c in cands) >= 1
     for t, p in nb.distribution(state).items():
@@ -194,7 +195,7 @@ def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_g
         ranks = [r for r, n in enumerate(names) if name_pattern(n).search(c.tactic)]
         assert c.premise_rank == (ranks[0] if ranks else -1)
     # generate() is the hand-set score over exactly these candidates.
-    top = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    top = gen.generate([text], num_tactics=4, states=[state], premises=[names])[0]
     assert [s.tactic for s in top] == [c.tactic for c in sorted(cands, key=lambda c: -gen.score(c))][:4]
     # A ranker fitted where the recorded tactic is always the hand-set score's last
     # instantiated candidate puts that one first, and its scores are a distribution.
@@ -202,14 +203,15 @@ def test_candidates_carry_their_evidence_and_a_learned_ranker_reorders_them(ra_g
     ranker = CandidateRanker.fit([cands] * 20, [gold] * 20, nb.cfg.weight,
                                  RankerConfig(num_trees=30, num_leaves=4, min_data_in_leaf=1))
     gen.ranker = ranker
-    top = gen.generate([text], num_samples=4, states=[state], premises=[names])[0]
+    top = gen.generate([text], num_tactics=4, states=[state], premises=[names])[0]
     hand_set = [c.tactic for c in sorted(cands, key=lambda c: -gen.score(c))]
     assert top[0].tactic == gold and hand_set.index(gold) > 0
     logp = ranker.logprobs(cands)
     assert sum(np.exp(logp)) == pytest.approx(1.0) and top[0].logprob == pytest.approx(max(logp))
     # It travels with the model folder.
     gen.save_pretrained(tmp_path)
-    again = TacticGenerator.load(tmp_path)
+    assert TacticGenerator.load(tmp_path).ranker is None  # the shipped generator never loads one
+    again = load_ranker(TacticGenerator.load(tmp_path), tmp_path)
     assert again.ranker is not None and np.allclose(again.ranker.scores(cands), ranker.scores(cands))
 
 

@@ -7,6 +7,7 @@ from prover.data.theorem import load_theorems, parse_theorem
 from prover.env.base import ProofFinished, State
 from prover.env.replay import ReplayConfig, ReplayEnv
 from prover.search.best_first import SearchConfig, best_first_search
+from generator.settings import GenerateConfig
 from prover.search.sources import NoPremises, Suggested
 from retriever.base import TheoremContext
 from tests.conftest import tactic, theorem_record
@@ -46,7 +47,7 @@ def test_oracle_proves_the_sample_theorems(sample, focus):
     cfg = ReplayConfig(focus_goals=focus)
     oracle = OracleTactics(sample, focus_goals=focus)
     results = {t.full_name: best_first_search(ReplayEnv(t, cfg), NoPremises(), oracle,
-                                              SearchConfig(num_tactics=64, timeout_s=60))
+                                              SearchConfig(timeout_s=60))
                for t in sample}
     proved = {n for n, r in results.items() if r.status == "proved"}
     assert proved == (PLAIN | FOCUSED if focus else PLAIN)
@@ -151,8 +152,10 @@ def test_time_budget_edge_and_time_split(abcde):
     assert r.times.total_s == 30.0
 
 
-def test_num_tactics_caps_each_expansion(abcde):
-    r = best_first_search(ReplayEnv(abcde), NoPremises(), ScriptedTactics(), SearchConfig(num_tactics=1))
+def test_each_expansion_tries_what_the_source_suggests(abcde):
+    # The count is the source's (a generator's num_tactics): here only its best tactic per state.
+    best = ScriptedTactics({state: suggested[:1] for state, suggested in SCRIPT.items()})
+    r = best_first_search(ReplayEnv(abcde), NoPremises(), best, SearchConfig())
     # Only the best tactic of each state: A -> D (to_d), D -> nonsense (error): queue empty.
     assert (r.status, r.stop_reason, r.expansions, r.tree.tactics_tried) == ("failed", "queue_empty", 2, 2)
 
@@ -180,7 +183,7 @@ def test_a_failing_tactic_source_raises(abcde):
 
 def test_config_is_checked():
     with pytest.raises(ValueError, match="num_tactics"):
-        SearchConfig(num_tactics=0)
+        GenerateConfig(num_tactics=0)  # tactics per expansion: the generator's one setting
     with pytest.raises(ValueError, match="max_expansions"):
         SearchConfig(max_expansions=0)
     with pytest.raises(ValueError, match="timeout_s"):

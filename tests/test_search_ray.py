@@ -1,6 +1,6 @@
 """The benchmark on a local Ray cluster: 20 leandojo-sample theorems, ReplayEnv, the tiny
 generator, BM25 and CFR retrievers; resume after an interruption; killed workers. (The same
-benchmark submitted with `ray job submit`: tests/test_search_job.py.)
+benchmark submitted with `ray job submit`: tests/test_ray_jobs.py.)
 
 Corpus: mathlib-src-mini (the sample's Mathlib commit, 9,375 premises) rather than the full
 mathlib-src (181k premises: BM25 and the CFR index over it would dominate the test's time and
@@ -111,7 +111,7 @@ def test_benchmark_with_bm25_and_cfr(tmp_path, tiny_models, local_ray, data_root
 
 
 # The oracle TEST DOUBLE puts 4 failing distractors before the recorded tactics: let it reach them.
-ORACLE_SEARCH = ("search.num_tactics=16", "search.max_expansions=null")
+ORACLE_SEARCH = ("generator.num_tactics=16", "search.max_expansions=null")
 
 
 @pytest.fixture(scope="module")

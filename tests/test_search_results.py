@@ -131,9 +131,17 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
     check_run_info(tmp_path, resume_settings(cfg), {"theorems": 20})  # same settings: fine
     limited = load_config(SearchBenchmarkConfig, str(REPO / "configs/search/tiny.yaml"), ["theorems.limit=3"])
     check_run_info(tmp_path, resume_settings(limited), {})  # another selection of the same theorems
-    other = load_config(SearchBenchmarkConfig, str(REPO / "configs/search/tiny.yaml"), ["search.num_tactics=9"])
-    with pytest.raises(ValueError, match=r"other settings \(search differ\)"):
+    other = load_config(SearchBenchmarkConfig, str(REPO / "configs/search/tiny.yaml"), ["generator.num_tactics=9"])
+    with pytest.raises(ValueError, match=r"other settings \(generator differ\)"):
         check_run_info(tmp_path, resume_settings(other), {})
+    # A run from before tactics per expansion was one setting (search.num_tactics, and the
+    # generator's num_samples null: the same) resumes.
+    old = resume_settings(cfg)
+    old["search"]["num_tactics"] = old["generator"].pop("num_tactics")
+    old["generator"]["num_samples"] = None
+    (tmp_path / "before").mkdir()
+    (tmp_path / "before" / "run.json").write_text(json.dumps({"settings": old}))
+    check_run_info(tmp_path / "before", resume_settings(cfg), {})
 
 
 # -- environments, addresses, CLI --------------------------------------------------------------

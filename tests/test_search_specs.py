@@ -1,5 +1,5 @@
-"""What a benchmark config hands the actors: one env settings shape, and the generator's candidate
-count apart from the tactics an expansion tries."""
+"""What a benchmark config hands the actors: one env settings shape, and one setting for the
+tactics an expansion tries (the generator's num_tactics), apart from its beam width."""
 from __future__ import annotations
 
 import pytest
@@ -14,12 +14,13 @@ def _cfg(**over):
     return OmegaConf.merge(OmegaConf.structured(SearchBenchmarkConfig), over)
 
 
-def test_generator_samples_apart_from_tactics_tried():
-    assert generator_spec(_cfg(search={"num_tactics": 8})).num_samples == 8  # by default, the same
-    spec = generator_spec(_cfg(search={"num_tactics": 8}, generator={"num_samples": 32}))
-    assert spec.num_samples == 32 and spec.num_beams is None  # beam width: the same 32
-    spec = generator_spec(_cfg(search={"num_tactics": 32}, generator={"num_beams": 8}))
-    assert (spec.num_samples, spec.num_beams) == (32, 8)
+def test_tactics_per_expansion_is_one_setting_apart_from_the_beam_width():
+    assert generator_spec(_cfg()).num_tactics == 64  # ReProver's, when a config says nothing
+    spec = generator_spec(_cfg(generator={"num_tactics": 32}))
+    assert spec.num_tactics == 32 and spec.num_beams is None  # beam width: the same 32
+    spec = generator_spec(_cfg(generator={"num_tactics": 32, "num_beams": 8}))
+    assert (spec.num_tactics, spec.num_beams) == (32, 8)
+    assert "num_tactics" not in OmegaConf.structured(SearchBenchmarkConfig).search  # not a second one
 
 
 def test_fewer_beams_than_suggestions_fill_the_rest_from_the_pool(tmp_path):
@@ -27,22 +28,24 @@ def test_fewer_beams_than_suggestions_fill_the_rest_from_the_pool(tmp_path):
     and the rest from the tactic pool, all scored by the model."""
     from tests.search_doubles import save_untrained_generator
     model = str(save_untrained_generator(tmp_path / "gen"))
-    actor = tactic_source(generator_spec(_cfg(search={"num_tactics": 32}, generator={"model": model, "num_beams": 2})))
+    actor = tactic_source(generator_spec(_cfg(generator={"model": model, "num_tactics": 32, "num_beams": 2})))
     gen = actor.generator
     gen.pool = [f"exact h{i}" for i in range(40)]
     got = actor.suggest([("h0 : p\n⊢ p", [])])[0]
     assert len(got) == 32 and len({s.tactic for s in got}) == 32
-    cands = gen.candidates([gen.input_text("h0 : p\n⊢ p")[0]], num_samples=2)[0]
+    cands = gen.candidates([gen.input_text("h0 : p\n⊢ p")[0]], num_beams=2)[0]
     assert sum(c.in_beam for c in cands) <= 2 and len(cands) >= 40
 
 
-def test_the_generator_actor_fills_neighbour_templates_only_when_asked(tmp_path):
+def test_the_generator_actor_takes_the_premise_bonus_and_no_tried_option(tmp_path):
     from tests.search_doubles import save_untrained_generator
     model = str(save_untrained_generator(tmp_path / "gen"))
-    assert tactic_source(generator_spec(_cfg(generator={"model": model}))).generator.instantiate == 0
-    spec = generator_spec(_cfg(generator={"model": model, "instantiate": 3, "premise_bonus": 2.0}))
-    assert spec.instantiate == 3 and tactic_source(spec).generator.instantiate == 3
+    gen = tactic_source(generator_spec(_cfg(generator={"model": model}))).generator
+    assert gen.extra_candidates is None and gen.ranker is None and gen.premise_bonus == 0.0
+    spec = generator_spec(_cfg(generator={"model": model, "premise_bonus": 2.0}))
     assert tactic_source(spec).generator.premise_bonus == 2.0
+    # Instantiated candidates were tried and not shipped (generator/tried/): search has no key for them.
+    assert "instantiate" not in OmegaConf.structured(SearchBenchmarkConfig).generator
 
 
 def test_the_env_section_is_what_workers_open_envs_from(leandojo_sample):

@@ -37,6 +37,7 @@ from prover.serve.server import BackgroundServer
 from prover.serve.service import SearchService
 from prover.serve.settings import ServeBenchmarkConfig, ServeConfig
 from retriever.registry import build_retriever
+from serve_process import serving
 from serve_models import index_other_corpus, models_yaml, standin_run, subset_corpus
 
 TOKEN = "s3cret-token"
@@ -219,7 +220,10 @@ def test_bad_request_is_4xx_with_a_clear_message(client, body, status, field, me
 
 def test_malformed_and_oversized_bodies(client):
     r = client.post("/search", content=b"{not json", headers={"Content-Type": "application/json"})
-    assert r.status_code == 422 and "JSON decode error" in r.json()["error"]
+    # The field is the body, not the character offset pydantic locates the error at (issue 48).
+    assert r.status_code == 422 and r.json() == {
+        "error": "body: not valid JSON (Expecting property name enclosed in double quotes at character 1)",
+        "field": "body"}
     r = client.post("/search", content=b"x" * 1_000_001, headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "1,000,001 bytes is over the 1,000,000-byte limit" in r.json()["error"]
 
@@ -284,7 +288,7 @@ def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
     assert {"/search", "/premise/{full_name}", "/health", "/admin/reload", "/generate", "/encode"} <= set(schema["paths"])
     req = schema["components"]["schemas"]["SearchRequest"]
-    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "file_path", "position", "imports"}
+    assert set(req["properties"]) == {"state", "k", "rerank", "retriever", "mode", "file_path", "position", "imports"}
     assert req["required"] == ["state"]
     hit = schema["components"]["schemas"]["Hit"]
     assert {"full_name", "statement", "kind", "path", "line", "score", "rank"} <= set(hit["properties"])
@@ -395,7 +399,7 @@ def test_missing_index_is_refused_with_the_command_to_build_it(tmp_path, run_dir
 
 
 def test_index_may_name_the_cfr_index_folder(run_dir, mini_root, models):
-    loaded = load(make_cfg(run_dir / "cfr" / "index", mini_root, models, "retrievers=[cfr]", "rerank=false"))
+    loaded = load(make_cfg(run_dir / "cfr" / "index", mini_root, models, "retrievers=[cfr]", "load_car=false"))
     assert loaded.index_path == str(run_dir) and list(loaded.first_stages) == ["cfr"]
 
 
@@ -414,7 +418,7 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
                                       "--generator", "/runs/h/model"])
     cfg = serve_config(args.config, args.index, args.corpus, args.host, args.port, args.retrievers,
                        args.overrides, args.generator)
-    assert [(g.name, g.model, g.num_samples, g.batching.max_queued) for g in cfg.generators] == [
+    assert [(g.name, g.model, g.num_tactics, g.batching.max_queued) for g in cfg.generators] == [
         ("tiny", "/runs/g/model", 8, 8), ("generator", "/runs/h/model", 8, 8)]
     with pytest.raises(UserInputError, match="expected MODEL or NAME=MODEL"):
         serve_config(None, None, None, None, None, None, [], ["tiny="])
@@ -429,34 +433,15 @@ def test_cli_flags_and_token_from_the_environment(monkeypatch):
 def test_prover_serve_command_binds_loopback(small, tmp_path):
     """`prover serve` as a user runs it, in its own process: BM25 over the small corpus."""
     corpus_dir, _ = small
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path / "serve.log"
     env = {**os.environ, "PROVER_SERVE_TOKEN": ""}
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "prover.cli", "serve", "--corpus", str(corpus_dir),
-                                 "--port", str(port), "--retrievers", "bm25", "rerank=false"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                h = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.3)
+    with serving(["serve", "--corpus", str(corpus_dir), "--retrievers", "bm25"], REPO, env,
+                 tmp_path / "serve.log") as (url, h):
         assert h["retrievers"] == ["bm25"] and h["rerank"] is False and h["admin"] is False
-        r = httpx.post(f"http://127.0.0.1:{port}/search", json={"state": "⊢ True", "rerank": True})
+        r = httpx.post(f"{url}/search", json={"state": "⊢ True", "rerank": True})
         assert r.status_code == 400 and "re-ranking is not available" in r.json()["error"]
-        r = httpx.post(f"http://127.0.0.1:{port}/search", json={"state": ServeConfig.example_state, "k": 4})
+        r = httpx.post(f"{url}/search", json={"state": ServeConfig.example_state, "k": 4})
         assert r.status_code == 200 and len(r.json()["results"]) == 4
-        assert f"http://127.0.0.1:{port}/" in log.read_text()
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        assert f"{url}/" in (tmp_path / "serve.log").read_text()
 
 
 def test_batcher_groups_by_key_and_reports_errors():
@@ -507,3 +492,14 @@ def test_committed_load_results_cover_every_mode_and_shed_only_past_the_bound():
     assert not result["git_commit"].endswith("-dirty")
     md = (REPO / "benchmarks" / "results" / "serve-tiny.md").read_text()
     assert "| cfr+car | 64 |" in md and "| generate:tiny | 64 |" in md and "no bound on waiting requests" in md
+
+
+def test_old_rerank_key_is_read_as_load_car_with_a_warning(caplog):
+    """`rerank: true` in a serve config meant "load CAR"; it is `load_car` now (issue 48), and the
+    old key still works, said once."""
+    from prover.serve.loading import load_car_setting
+    assert load_car_setting(load_config(ServeConfig, None, [])) is None  # default: when the run has one
+    with caplog.at_level("WARNING"):
+        assert load_car_setting(load_config(ServeConfig, None, ["rerank=false"])) is False
+    assert "serve config key `rerank` is now `load_car`" in caplog.text
+    assert load_car_setting(load_config(ServeConfig, None, ["load_car=true"])) is True

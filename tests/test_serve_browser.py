@@ -157,3 +157,40 @@ def test_page_searches_within_a_file(browser, page_url, service, tmp_path):
     assert [i.get_attribute("data-name") for i in items] == [h.premise.full_name for h in want.hits]
     assert f"of {want.context.accessible:,} usable in {path}:30" in browser.find_element(By.ID, "status").text
     screenshot(browser, tmp_path, "serve-page-file")
+
+
+@pytest.fixture(scope="module")
+def informal_url(mini_root: Path, one_thread):
+    cfg = load_config(ServeConfig, None, [f"retriever.corpus={mini_root}", "retrievers=[bm25,informal]", "rerank=false",
+                                          "retriever.device=cpu"])
+    svc = SearchService(cfg)
+    with BackgroundServer(create_app(svc)) as srv:
+        yield srv.url + "/", svc
+    svc.close()
+
+
+def test_page_runs_an_informal_query(browser, informal_url, tmp_path):
+    """Issue 51: the page offers the informal mode when the service has it, and each hit shows
+    the words it matched."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    url, service = informal_url
+    query = "addition is associative"
+    browser.get(url)
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    assert browser.find_element(By.ID, "mode-label").is_displayed()
+    Select(browser.find_element(By.ID, "mode")).select_by_value("informal")
+    assert not browser.find_element(By.ID, "retriever").is_enabled()  # informal: its own retriever
+    state = browser.find_element(By.ID, "state")
+    state.clear()
+    state.send_keys(query)
+    browser.find_element(By.ID, "submit").click()
+    wait.until(lambda d: "from informal" in d.find_element(By.ID, "status").text)
+    want = service.search(query, 10, retriever="informal").hits
+    items = browser.find_elements(By.CSS_SELECTOR, "li.result")
+    assert [i.get_attribute("data-name") for i in items] == [h.premise.full_name for h in want]
+    hit = next(i for i in items if i.get_attribute("data-name") == "add_assoc")
+    assert "associative→assoc" in hit.find_element(By.CSS_SELECTOR, ".matched").text
+    screenshot(browser, tmp_path, "serve-page-informal")

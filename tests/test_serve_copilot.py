@@ -122,8 +122,8 @@ def make_cfg(run_dir: Path, corpus: Path, models: Path, generator_dir: Path, **g
     cfg = load_config(ServeConfig, None, [f"retriever.run_dir={run_dir}", f"retriever.corpus={corpus}",
                                           f"retriever.models={models}", "retrievers=[cfr,bm25]",
                                           "retriever.device=cpu"])
-    gens = [{"name": "tiny-tacgen", "model": str(generator_dir), "num_samples": 4, **generator},
-            {"name": "tiny-tacgen+cfr", "model": str(generator_dir), "num_samples": 4,
+    gens = [{"name": "tiny-tacgen", "model": str(generator_dir), "num_tactics": 4, **generator},
+            {"name": "tiny-tacgen+cfr", "model": str(generator_dir), "num_tactics": 4,
              "premises": {"name": "cfr", "k": 3}}]
     return OmegaConf.merge(cfg, {"generators": gens})
 
@@ -161,7 +161,7 @@ def reference(run_dir, mini_root, models, service):
 
 def test_generate_as_leancopilot_calls_it(client, generator):
     got = generate_as_leancopilot(client, "tiny-tacgen", STATE)
-    want = generator.generate([format_input(STATE, [], generator.input_cfg.max_bytes)[0]], num_samples=4)[0]
+    want = generator.generate([format_input(STATE, [], generator.input_cfg.max_bytes)[0]], num_tactics=4)[0]
     assert [t for t, _ in got] == [s.tactic for s in want] and got
     assert [s for _, s in got] == pytest.approx([s.logprob for s in want], abs=1e-4)
     # Scores are log-probabilities of the whole tactic: best first, below 0, and what the
@@ -174,7 +174,7 @@ def test_generate_as_leancopilot_calls_it(client, generator):
 
 def test_prefix_at_the_output_limit(generator):
     limit = generator.input_cfg.max_target_bytes
-    out = generator.generate([STATE], num_samples=2, prefix="y" * limit)[0]
+    out = generator.generate([STATE], num_tactics=2, prefix="y" * limit)[0]
     assert out and all(s.tactic.startswith("y" * limit) for s in out)
     with pytest.raises(ValueError, match=f"prefix of {limit + 1} bytes is longer than the tactics"):
         generator.generate([STATE], prefix="y" * (limit + 1))
@@ -184,7 +184,7 @@ def test_generate_with_a_prefix(client, generator):
     for prefix in ("rw [", "simp only [Nat.", "exact ⟨"):
         got = generate_as_leancopilot(client, "tiny-tacgen", STATE, prefix)
         assert got and all(t.startswith(prefix) for t, _ in got), (prefix, got)
-        want = generator.generate([STATE], num_samples=4, prefix=prefix)[0]
+        want = generator.generate([STATE], num_tactics=4, prefix=prefix)[0]
         assert [t for t, _ in got] == [s.tactic for s in want]
         full = generator.tactic_logprobs([STATE] * len(got), [t for t, _ in got])
         assert [s for _, s in got] == pytest.approx(full, abs=1e-4)  # the prefix's bytes are scored too
@@ -203,7 +203,7 @@ def test_generator_with_retrieved_premises(client, generator, reference):
     premises = [h.premise for h in reference["cfr"].retrieve([STATE], 3, [None])[0]]
     text, kept = format_input(STATE, premises, generator.input_cfg.max_bytes)
     assert kept >= 1 and text.endswith(STATE)
-    want = generator.generate([text], num_samples=4)[0]
+    want = generator.generate([text], num_tactics=4)[0]
     assert [t for t, _ in got] == [s.tactic for s in want]
     assert [s for _, s in got] == pytest.approx([s.logprob for s in want], abs=1e-4)
 
@@ -220,7 +220,7 @@ def test_encode_as_leancopilot_calls_it(client, reference, service):
 
 def test_concurrent_generations_are_batched_and_answered_right(client, service, generator):
     states = [STATE, "⊢ True", "a b : ℕ\n⊢ a + b = b + a", "p q : Prop\nhp : p\n⊢ p ∨ q"]
-    want = {s: [x.tactic for x in generator.generate([s], num_samples=4)[0]] for s in states}
+    want = {s: [x.tactic for x in generator.generate([s], num_tactics=4)[0]] for s in states}
     before = service.health()["batching"]["batches"]
     barrier = threading.Barrier(8)
     got: list[tuple[str, list[str]]] = []
@@ -477,7 +477,9 @@ def test_batcher_fails_one_job_alone():
 
 
 CONTEXT_BAD = [
-    ({"file_path": "Mathlib/Nope.lean"}, "file_path", "file 'Mathlib/Nope.lean' is not in the corpus (362 files)"),
+    # The hint names a file of this corpus (issue 48: it named Mathlib/Data/Nat/Basic.lean, not in it).
+    ({"file_path": "Mathlib/Nope.lean"}, "file_path", "file 'Mathlib/Nope.lean' is not in the corpus (362 files); "
+     "give a corpus path such as Mathlib/Init/Data/Nat/Notation.lean or a module such as Mathlib.Init.Data.Nat.Notation"),
     ({"file_path": ""}, "file_path", "file '' is not in the corpus"),
     ({"position": [3, 1]}, "position", "position needs file_path"),
     ({"file_path": "Mathlib.Init.Data.Nat.Notation", "position": [3]}, "position", "position must be [line, column]"),

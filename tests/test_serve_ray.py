@@ -33,7 +33,7 @@ def deployed(tmp_path_factory, mini_root: Path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cfg = load_config(ServeConfig, None, [f"retriever.corpus={corpus_dir}", "retrievers=[bm25]", "retriever.name=bm25",
-                                          "rerank=false", f"port={port}", "ray.address=local", "ray.num_cpus=0.5",
+                                          "load_car=false", f"port={port}", "ray.address=local", "ray.num_cpus=0.5",
                                           "log_level=warning"])
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:

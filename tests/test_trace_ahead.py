@@ -38,9 +38,12 @@ def test_benchmark_traces_every_repository_before_ray_starts(tmp_path, monkeypat
     rows = [{"url": url, "commit": commit, "file_path": "A.lean", "full_name": f"t{i}", "start": [1, 1]}
             for i, (url, commit) in enumerate([a, b, a])]
     listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = tmp_path / "model"  # a model folder, as run_one checks before tracing (never loaded here)
+    model.mkdir()
+    (model / "config.json").write_text("{}")
     cfg = OmegaConf.merge(OmegaConf.structured(SearchBenchmarkConfig), {
         "theorems": {"source": str(listing)}, "out_dir": str(tmp_path / "runs"), "progress": False,
-        "env": {"name": "leandojo", "leandojo": {"build_deps": False}}})
+        "env": {"name": "leandojo", "leandojo": {"build_deps": False}}, "generator": {"model": str(model)}})
     monkeypatch.setattr(benchmark, "require_env", lambda name: None)
 
     class Session:  # connecting to Ray is where searches begin: stop there

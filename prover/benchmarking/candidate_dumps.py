@@ -1,5 +1,5 @@
-"""The generator's dumped candidates per state (benchmarks/candidate_ranker.py dumps them).
-Shared by candidate_ranker.py and premise_ceiling.py.
+"""The generator's dumped candidates per state (benchmarks/tried/candidate_ranker.py dumps them).
+Shared by benchmarks/tried/candidate_ranker.py and premise_ceiling.py.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Refitting the shipped fusion on other queries or members, chosen on leandojo-real/select and
 scored once on report: rankings at a granularity (cached), the halves, paired differences and
-the shared Markdown. Shared by benchmarks/fusion_queries.py and dense_neighbors.py.
+the shared Markdown. Shared by benchmarks/fusion_queries.py and benchmarks/tried/dense_neighbors.py.
 """
 from __future__ import annotations
 

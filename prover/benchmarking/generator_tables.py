@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.harness import N_RESAMPLES, SEED, mean_interval, paired_intervals
+from prover.benchmarking.harness import N_RESAMPLES, SEED, corrections_markdown, mean_interval, paired_intervals
 from prover.utils.runinfo import provenance_lines
 
 
@@ -117,8 +117,20 @@ def _neighbors_text(nb: dict | None) -> str:
             f"weight {nb['weight']:g} (generator/neighbors.py)")
 
 
+def tactics_per_state(config: dict) -> int:
+    """The n of EM@n in a results file's config (`num_samples` in those written before the one
+    setting was named num_tactics)."""
+    return config["num_tactics"] if "num_tactics" in config else config["num_samples"]
+
+
+def premises_k(config: dict) -> int:
+    """The premises shown in a results file's config (a top-level `k` in those written before the
+    benchmark read its retriever section's)."""
+    return config["k"] if "k" in config else config["retriever"]["k"]
+
+
 def markdown(result: dict) -> str:
-    n = result["config"]["num_samples"]
+    n = tactics_per_state(result["config"])
     train = result.get("model_training") or {}
     trained = (f", trained {train['steps']} steps on {train.get('train_split')} "
                f"({train.get('train_pairs')} pairs, {train.get('cpu_seconds', train.get('seconds'))} CPU-s)"
@@ -135,7 +147,7 @@ def markdown(result: dict) -> str:
              + (f", +{result['premise_bonus']:g} nats to a candidate naming a premise shown"
                 if result.get("premise_bonus") else "")
              + ", "
-             f"retrieved premises: top {result['config']['k']}.", "",
+             f"retrieved premises: top {premises_k(result['config'])}.", "",
              f"| premises | EM@1 (%) | EM@{n} (%) | gold log-lik | per byte | premises shown | seconds |",
              "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
@@ -203,4 +215,5 @@ def markdown(result: dict) -> str:
     lines += ["", f"Machine: {result['machine'].get('cpu', '')} ({result['machine'].get('cpu_count')} cores)"
               f"{', GPU ' + result['machine']['gpu'] if result['machine'].get('gpu') else ''}. "
               f"{last}Commit {result['git_commit']}.", f"{last}Command: `{result['command']}`"]
-    return "\n".join(lines) + "\n" + per_row
+    corrections = corrections_markdown(result)  # what a later session found wrong; numbers never edited
+    return "\n".join(lines) + "\n" + per_row + ("\n" + "\n".join(corrections[1:]) + "\n" if corrections else "")

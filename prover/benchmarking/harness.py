@@ -9,6 +9,8 @@
   folder a run names);
 - statistics: the theorem-level paired bootstrap (`paired_intervals`, `mean_interval`,
   `resampled_means`), one seed and one resampling for every results file;
+- models: `model_training`, the training record a results file keeps for each model it used
+  (the results index marks partial models from it and refuses a named model without it);
 - choices: `choose_within_noise`, the project's one rule for a close call (DEVELOPING.md), and
   `corrections_markdown`, how a committed file says what was later found wrong in it.
 
@@ -34,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO / "benchmarks" / "results"
 
 __all__ = ["REPO", "RESULTS_DIR", "N_RESAMPLES", "SEED", "PairedIntervals", "add_allow_dirty",
-           "command_line", "git_commit", "load_config", "machine", "mean_interval",
+           "command_line", "git_commit", "load_config", "machine", "mean_interval", "model_training",
            "paired_intervals", "parser", "peak_rss_gib", "percentile_interval", "provenance_lines",
            "require_clean_tree", "resampled_means", "row_provenance", "to_plain", "write_and_print",
            "write_results"]
@@ -92,6 +94,13 @@ def write_and_print(stem: str | Path, result: dict, render: Callable[[dict], str
     print(text)
 
 
+def model_training(model: str | Path) -> dict | None:
+    """The training record (summary.json beside the model folder: steps, planned steps,
+    `stopped_by`, commit) of the model at `model`, None when it has none."""
+    summary = Path(model).parent / "summary.json"
+    return json.loads(summary.read_text()) if summary.exists() else None
+
+
 def choose_within_noise(shipped: str, best: str, interval: tuple[float, float] | list[float]) -> tuple[str, str]:
     """The option to ship, and why: `best` (the best on select) only when its paired interval
     over `shipped` lies wholly above zero; otherwise `shipped` stays, since a gain inside its
@@ -108,5 +117,5 @@ def choose_within_noise(shipped: str, best: str, interval: tuple[float, float] |
 def corrections_markdown(result: dict) -> list[str]:
     """The Markdown lines of a file's `corrections` (what a later session found wrong in what
     the file says, each with where it was corrected), [] for none. Numbers are never edited."""
-    notes = result.get("corrections") or []
+    notes = [n if isinstance(n, str) else n.get("note", "") for n in result.get("corrections") or []]
     return (["", "## Corrections", ""] + [f"- {n}" for n in notes]) if notes else []

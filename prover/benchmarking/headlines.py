@@ -1,6 +1,8 @@
 """The headline numbers of one results file, read from its JSON and written as its Markdown
-writes them (fractions as percentage points to one decimal, ratios to two), so a number cited
-from a results file's table can be found in the index."""
+writes them (fractions as percentage points to one decimal, ratios to two, log-likelihoods in
+nats to two), so a number cited from a results file's table can be found in the index. Every
+interval carries its unit: `%` (a rate), `pts` (a difference of rates, in percentage points),
+`×` (a ratio), `nats` (a difference of log-likelihoods)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,8 +33,19 @@ def pts(x: float, signed: bool = False) -> str:
     return f"{x:+.1f}" if signed else f"{x:.1f}"
 
 
-def interval(ci: list[float], fmt: Callable[[float], str]) -> str:
-    return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+UNITS = {"pct": "%", "pts": "pts", "ratio": "×", "nats": "nats"}
+
+
+def interval(ci: list[float], fmt: Callable[[float], str], unit: str = "") -> str:
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" + (f" {UNITS[unit]}" if unit else "")
+
+
+def _nats(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def _is_loglik(metric: str | None) -> bool:
+    return bool(metric) and ("loglik" in metric or "log-likelihood" in metric)
 
 
 def _signed_pct(x: float) -> str:
@@ -44,19 +57,19 @@ def _ratio(x: float) -> str:
 
 
 # The retrieval benchmark's intervals (retriever/evaluation/evaluate.py), labelled for the index.
-RETRIEVAL_INTERVALS = (("R@10_ci", " ", pct), ("R@10_ratio_to_bm25_ci", " ÷bm25 ", _ratio),
-                       ("R@10_diff_to_best_baseline_ci", " −best ", _signed_pct),
-                       ("R@10_diff_to_locality_ci", " −locality ", _signed_pct),
-                       ("R@10_gain_over_first_stage_ci", " −first stage ", _signed_pct))
+RETRIEVAL_INTERVALS = (("R@10_ci", " ", pct, "pct"), ("R@10_ratio_to_bm25_ci", " ÷bm25 ", _ratio, "ratio"),
+                       ("R@10_diff_to_best_baseline_ci", " −best ", _signed_pct, "pts"),
+                       ("R@10_diff_to_locality_ci", " −locality ", _signed_pct, "pts"),
+                       ("R@10_gain_over_first_stage_ci", " −first stage ", _signed_pct, "pts"))
 
 
 def retrieval_values(r: dict) -> str:
     """A retriever's R@10 with the intervals its row has, as the retrieval benchmark's tables
     show them."""
     out = pct(r["metrics"]["R@10"])
-    for key, label, fmt in RETRIEVAL_INTERVALS:
+    for key, label, fmt, unit in RETRIEVAL_INTERVALS:
         if r.get(key):
-            out += f"{label}{interval(r[key], fmt)}"
+            out += f"{label}{interval(r[key], fmt, unit)}"
     return out
 
 
@@ -78,10 +91,10 @@ def _plain_row(r: dict) -> str | None:
             out = f"{name} {pct(r[key])}"
             ci = r.get(ci_key) or r.get("ci")
             if ci:
-                out += f" {interval(ci, pct)}"
+                out += f" {interval(ci, pct, 'pct')}"
             diff = next((r[k] for k in DIFF_KEYS if r.get(k)), None)
             if diff:
-                out += f" Δ {interval(diff, _signed_pct)}"
+                out += f" Δ {interval(diff, _signed_pct, 'pts')}"
             return out
     return None
 
@@ -90,7 +103,7 @@ def _split_value(v: dict) -> str | None:
     key = next((k for k in SPLIT_METRICS if k in v), None)
     if key is None:
         return None
-    return f"{pts(v[key])}" + (f" {interval(v['ci'], pts)}" if v.get("ci") else "")
+    return f"{pts(v[key])}" + (f" {interval(v['ci'], pts, 'pct')}" if v.get("ci") else "")
 
 
 def _split_rows(rows: dict) -> list[str]:
@@ -115,10 +128,16 @@ def _comparisons(result: dict, in_points: bool) -> list[str]:
     out = []
     for c in found:
         ci = c.get("ci") or c.get("diff_ci")
+        if _is_loglik(c.get("metric")):
+            shown, unit = _nats, "nats"
+        elif c.get("stat") == "ratio":
+            shown, unit = _ratio, "ratio"
+        else:
+            shown, unit = fmt, "pts"
         if ci and "a" in c and "b" in c:
             where = ", ".join(str(c[k]) for k in ("metric", "split") if c.get(k))
             where = f" ({where})" if where else ""
-            out.append(f"{c['a']} − {c['b']}{where}: {interval(ci, fmt)}")
+            out.append(f"{c['a']} − {c['b']}{where}: {interval(ci, shown, unit)}")
     return out
 
 
@@ -126,7 +145,7 @@ def _candidate(r: dict) -> str | None:
     """A candidate of a selection table: its name and every R@10 column (fractions)."""
     name = next((str(v) for v in r.values() if isinstance(v, (str, int))), "?")
     parts = [f"{k} {pct(v)}" for k, v in r.items() if "R@10" in k and isinstance(v, float)]
-    parts += [f"{k} {interval(v, _signed_pct)}" for k, v in r.items() if "CI" in k and isinstance(v, list)]
+    parts += [f"{k} {interval(v, _signed_pct, 'pts')}" for k, v in r.items() if "CI" in k and isinstance(v, list)]
     return f"{name}: {'; '.join(parts)}" if parts else None
 
 
@@ -149,7 +168,7 @@ def _chosen(chosen: dict) -> str | None:
         return None
     setting = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                         for k, v in chosen.items() if k not in ("em", "ci"))
-    return f"chosen ({setting}) {pct(chosen['em'])}" + (f" {interval(chosen['ci'], pct)}" if chosen.get("ci") else "")
+    return f"chosen ({setting}) {pct(chosen['em'])}" + (f" {interval(chosen['ci'], pct, 'pct')}" if chosen.get("ci") else "")
 
 
 def headline(result: dict) -> list[str]:

@@ -5,8 +5,22 @@ wrote it, the training its rows rest on, and its headline numbers (headlines.py)
 `select` (something was chosen on the split), `report` (scored once, nothing chosen there) or
 both; a split something was chosen or fitted on is marked †. Where each choice was made comes
 from the file's own fields (`fit_split`, `fitted_on`, `chosen_on_select`, `best`, `chosen`,
-`selected_on`); the one thing no results file records, which rows are the shipped system's, is
-listed in benchmarks/results_index.json.
+`selected_on`) and from the settings it used: a file whose tactic-neighbour settings, or whose
+fusion's member set, are the ones a selection file chose inherits where they were chosen. The one thing no results file
+records, which rows are the shipped system's, is listed in benchmarks/results_index.json.
+
+Models. Every model a file used has a training record (its path, steps done of planned,
+`stopped_by`, commit): the rows' `training` (one per stage), `model_training` or
+`generator_training`, `trained`, or those of the results files it was computed from (`file`,
+`base_file`, a correction's `sources`). A file whose records say a time budget stopped a model is
+marked partial, for every stage; a file that names a model (`model`) without its record does not
+render (`MissingTrainingRecord`).
+
+Corrections. A later session corrects a committed file by adding to its `corrections`, never by
+editing its numbers: a sentence, or an object with a `note` and any of
+`models` ({model path: training record}), `sources` (results files it was computed from),
+`look` (1 or 2: the how-many-th scoring of its report split this is), `chosen_on` (splits its
+recipe was chosen on, for †), `split` and `role` (where the file's own fields do not say).
 """
 from __future__ import annotations
 
@@ -28,20 +42,76 @@ _SPLIT_IN_TEXT = re.compile(r"(?:leandojo-real|novel_premises|random)/(?:train|v
 _CHOSE_HERE = ("best", "chosen", "chosen_members")
 
 
+class MissingTrainingRecord(ValueError):
+    """A results file names a model whose training record neither it nor its sources hold."""
+
+
+# A split that contains others: what was chosen on it was chosen on each of them.
+_CONTAINS = {"leandojo-real/val": ("leandojo-real/select", "leandojo-real/report")}
+
+
+def corrected(result: dict, key: str) -> list:
+    """The values of `key` in the file's structured corrections, in the order they were added."""
+    return [c[key] for c in result.get("corrections") or [] if isinstance(c, dict) and key in c]
+
+
+def correction_notes(result: dict) -> list[str]:
+    """Every correction as a sentence (a structured one by its `note`)."""
+    return [c if isinstance(c, str) else c.get("note", "") for c in result.get("corrections") or []]
+
+
 def load_results(results: Path = RESULTS) -> dict[str, dict]:
     """stem -> parsed JSON of every results file at the top of `results` (not rankings/ etc.)."""
     return {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("*.json"))}
 
 
 def scored_splits(stem: str, result: dict) -> list[str]:
+    if corrected(result, "split"):
+        return list(corrected(result, "split")[-1])
     if result.get("split"):
         return [result["split"]]
     if result.get("scored_on"):
         return [result["scored_on"]]
-    if isinstance(result.get("n_queries"), dict) or result.get("halves_file"):  # the real halves
-        return [f"leandojo-real/{half}" for half in result.get("n_queries") or ("select", "report")]
+    halves = next((result[k] for k in ("n_queries", "n_examples") if isinstance(result.get(k), dict)), None)
+    if halves or result.get("halves_file"):  # the real halves
+        return [f"leandojo-real/{half}" for half in halves or ("select", "report")]
     m = _SPLIT_IN_NAME.search(stem)
     return [f"{m[1]}/{m[2]}"] if m else []
+
+
+def _neighbour_setting(result: dict) -> tuple | None:
+    n = result.get("neighbors")
+    if isinstance(n, dict) and {"k", "temperature", "weight"} <= set(n):
+        return n["k"], n["temperature"], n["weight"]
+    return None
+
+
+def _fusion_members(result: dict) -> set[frozenset]:
+    """The member sets of the fitted fusions the file used (its rows' training records, its `members`)."""
+    rows = result.get("rows") if isinstance(result.get("rows"), list) else []
+    out = {frozenset(f["members"]) for r in rows if isinstance(r, dict)
+           for f in [((r.get("training") or {}).get("fusion") or {})] if isinstance(f.get("members"), list)}
+    return out | ({frozenset(result["members"])} if isinstance(result.get("members"), list) else set())
+
+
+def inherited_choices(results: dict[str, dict]) -> dict[str, list[str]]:
+    """stem -> splits its recipe's settings were chosen on in another file: the tactic-neighbour
+    settings a selection file chose (its `chosen`), or the fusion member set the fusion
+    selection chose (`chosen_members`, on its `scored_on`), used by a file that names the same."""
+    neighbours, members = {}, {}
+    for r in results.values():
+        c = r.get("chosen")
+        if r.get("benchmark") == "generator_neighbors_selection" and isinstance(c, dict):
+            neighbours[(c.get("k"), c.get("temperature"), c.get("weight"))] = r.get("split")
+        if isinstance(r.get("chosen_members"), str) and r.get("scored_on"):
+            members[frozenset(r["chosen_members"].split("+"))] = r["scored_on"]
+    out: dict[str, list[str]] = {}
+    for stem, r in results.items():
+        if r.get("benchmark") != "generator_neighbors_selection" and (s := _neighbour_setting(r)) in neighbours:
+            out.setdefault(stem, []).append(neighbours[s])
+        if not r.get("chosen_members"):
+            out.setdefault(stem, []).extend(members[m] for m in _fusion_members(r) if m in members)
+    return {stem: list(dict.fromkeys(v)) for stem, v in out.items() if v}
 
 
 def choice_splits(result: dict, scored: list[str]) -> list[str]:
@@ -49,10 +119,18 @@ def choice_splits(result: dict, scored: list[str]) -> list[str]:
     out = [result[k] for k in ("fit_split", "fitted_on") if isinstance(result.get(k), str)]
     if result.get("chosen_on_select"):
         out.append("leandojo-real/select")
-    if any(result.get(k) is not None for k in _CHOSE_HERE):
-        out += scored
+    if any(result.get(k) is not None for k in _CHOSE_HERE):  # on select, where it scored both halves
+        out += [s for s in scored if s.endswith("/select")] or scored
     # selection.json says where each choice was made in words ("random/val (fit) and ...").
     out += [s for c in result.get("choices", []) for s in _SPLIT_IN_TEXT.findall(c.get("selected_on", ""))]
+    return list(dict.fromkeys(out))
+
+
+def dagger_splits(result: dict, own: list[str], inherited: list[str] = ()) -> list[str]:
+    """Splits the file's recipe was chosen or fitted on, here or elsewhere (†), with the splits
+    a chosen-on split contains."""
+    out = [*own, *inherited, *(s for c in corrected(result, "chosen_on") for s in c)]
+    out += [inner for s in out for inner in _CONTAINS.get(s, ())]
     return list(dict.fromkeys(out))
 
 
@@ -115,28 +193,98 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def partial_models(result: dict) -> list[str]:
-    """What the file's model-training records say of a model its time budget stopped (files
-    written before results rows said so themselves)."""
-    return [note for key in ("model_training", "generator_training")
-            if isinstance(result.get(key), dict) and (note := partial_note(result[key]))]
+def _records_here(result: dict) -> dict[str, dict]:
+    """name -> training record, of the models the file itself records."""
+    out: dict[str, dict] = {}
+    for r in result.get("rows") if isinstance(result.get("rows"), list) else []:
+        for stage, rec in (r.get("training") or {}).items() if isinstance(r, dict) else ():
+            if isinstance(rec, dict):
+                name = stage if out.get(stage, rec) == rec else f"{stage} ({r.get('retriever', '?')})"
+                out.setdefault(name, rec)
+    for key in ("model_training", "generator_training"):
+        if isinstance(result.get(key), dict):
+            name = next((m for m in (result[key].get("model"), result.get("model")) if isinstance(m, str)), "generator")
+            out.setdefault(name, result[key])
+    for name, rec in (result.get("trained") or {}).items():
+        if isinstance(rec, dict):
+            out.setdefault(name, rec)
+    for models in corrected(result, "models"):
+        out.update(models)
+    return out
 
 
-def file_row(stem: str, result: dict) -> str:
+def _sources(result: dict) -> list[str]:
+    """Stems of the results files this one was computed from."""
+    paths = [result[k] for k in ("file", "base_file") if isinstance(result.get(k), str)]
+    paths += [p for c in corrected(result, "sources") for p in c]
+    return [Path(p).name.removesuffix(".json") for p in paths]
+
+
+def model_records(stem: str, results: dict[str, dict], seen: frozenset = frozenset()) -> dict[str, dict]:
+    """name -> training record of every model the file used, its sources' included."""
+    result = results[stem]
+    out = _records_here(result)
+    for src in _sources(result):
+        if src in results and src not in seen | {stem}:
+            for name, rec in model_records(src, results, seen | {stem}).items():
+                out.setdefault(name, rec)
+    model = result.get("model")
+    if isinstance(model, str) and model and not any(
+            isinstance(result.get(k), dict) for k in ("model_training", "generator_training")) \
+            and model not in {n for m in corrected(result, "models") for n in m}:
+        raise MissingTrainingRecord(
+            f"{stem}.json names the model {model} without its training record: add it as "
+            "`model_training`, or as a correction's `models` (prover/benchmarking/results_index.py)")
+    return out
+
+
+def partial_models(stem: str, results: dict[str, dict]) -> list[str]:
+    """What the training records of the models the file used say of any its time budget stopped
+    before the planned step, for every stage."""
+    notes = {f"{name} {note}" for name, rec in model_records(stem, results).items()
+             if (note := partial_note(rec))}
+    return sorted(notes)
+
+
+def looks(result: dict) -> str:
+    """"first look"/"second look" at the file's report split, where its records say which."""
+    if not corrected(result, "look"):
+        return ""
+    n = corrected(result, "look")[-1]
+    return {1: "first look", 2: "second look"}.get(n, f"look {n}")
+
+
+def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]] | None = None) -> str:
+    result = results[stem]
     scored = scored_splits(stem, result)
     chosen = choice_splits(result, scored)
-    splits = [s + ("†" if s in chosen else "") for s in scored]
-    splits += [f"chosen or fitted on {s}†" for s in chosen if s not in scored]
-    roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or "—"
+    dagger = dagger_splits(result, chosen, (inherited or {}).get(stem, ()))
+    splits = [s + ("†" if s in dagger else "") for s in scored]
+    splits += [f"chosen or fitted on {s}†" for s in dagger
+               if s not in scored and not any(inner in scored for inner in _CONTAINS.get(s, ()))
+               and not any(s in _CONTAINS.get(o, ()) for o in dagger)]
+    if corrected(result, "role"):
+        roles = corrected(result, "role")[-1]
+    else:
+        # A file that scores no split records choices made elsewhere, or measures cost (time,
+        # memory, throughput, sizing).
+        roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or ("select" if dagger else "measure")
+    if not splits:
+        splits = ["none (measures cost, no quality scored)"]
+    if looks(result):
+        roles += f" ({looks(result)})"
     if result.get("corrections"):  # a later session found something wrong in what it says
         roles += f"; {len(result['corrections'])} correction(s) in the file"
-    partial = partial_models(result)
-    if partial:  # its model's time budget stopped it before the planned step (issue 42)
+    partial = partial_models(stem, results)
+    if partial:  # a model's time budget stopped it before the planned step (issues 42, 52)
         roles += "; **partial model**: " + "; ".join(partial)
     command = f"`{cell(result['command'])}`" if result.get("command") else "—"
     numbers = "<br>".join(cell(h) for h in headline(result)) or "—"
+    trained = budget(result)
+    if trained == "—":  # the records a correction added, or the files it was computed from
+        trained = "; ".join(dict.fromkeys(_stage(n, r) for n, r in model_records(stem, results).items())) or "—"
     return (f"| [{stem}]({stem}.md) | {result.get('benchmark', '—')} | {'<br>'.join(splits) or '—'} | "
-            f"{roles} | {commits(result)} | {command} | {cell(budget(result))} | {numbers} |")
+            f"{roles} | {commits(result)} | {command} | {cell(trained)} | {numbers} |")
 
 
 def shipped_rows(results: dict[str, dict], shipped: list[dict]) -> list[str]:
@@ -167,10 +315,16 @@ which rows are the shipped system's, `benchmarks/results_index.json`); do not ed
 `tests/test_results_index.py` fails when this file differs from the render.
 
 Role: `select` where something was chosen (or the split is a validation half), `report` where
-a file only scores. † marks a split something was chosen or fitted on. Numbers are written as
-the file's Markdown writes them: R@10, EM@8 and proof rates in percent with 95% intervals;
-`÷bm25` is the ratio interval, `−best` the difference to the best no-learning row and `Δ` the
-row's paired difference, both in points.
+a file only scores, `measure` where it scores no split (time, memory, throughput, sizing); "first look"/"second look" says, where the file's records say it, how many
+times its report split had been scored with it. † marks a split something in the file, or a
+setting it uses (the tactic-neighbour settings, chosen on all of leandojo-real/val), was chosen
+or fitted on. **partial model**: a model the file used was stopped by its time budget before its
+planned step, as its training record says (every stage; records of the files it was computed
+from included). Numbers are written as the file's Markdown writes them, each interval with its
+unit: `%` (R@10, EM@8, proof rates), `pts` (a paired difference in percentage points), `×` (a
+ratio: `÷bm25`), `nats` (a difference of the recorded tactic's log-likelihood). `−best` is the
+difference to the best no-learning row and `Δ` the row's paired difference. Intervals are 95%
+and resample theorems unless the file says otherwise.
 """
 
 
@@ -184,5 +338,6 @@ def render(results_dir: Path = RESULTS, shipped_file: Path = SHIPPED) -> str:
              "## Every results file", "",
              "| file | benchmark | split | role | commit | command | training budget | headline |",
              "|---|---|---|---|---|---|---|---|"]
-    lines += [file_row(stem, result) for stem, result in results.items()]
+    inherited = inherited_choices(results)
+    lines += [file_row(stem, results, inherited) for stem in results]
     return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 
-RETRIEVERS = ("none", "bm25", "bm25-plain", "reprover", "cfr", "cfr-conventional", "cfr+car", "hybrid")
+RETRIEVERS = ("none", "bm25", "bm25-plain", "reprover", "cfr", "cfr-conventional", "cfr+car", "hybrid", "fusion")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

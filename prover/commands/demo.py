@@ -137,7 +137,7 @@ def _suggest(theorems: list, model: str, n: int = 3) -> dict:
     gen = TacticGenerator.load(model)
     text, _ = gen.input_text(step.state_before)
     return {"theorem": thm.full_name, "recorded": step.tactic,
-            "suggested": [s.tactic for s in gen.generate([text], num_samples=n, states=[step.state_before])[0]]}
+            "suggested": [s.tactic for s in gen.generate([text], num_tactics=n, states=[step.state_before])[0]]}
 
 
 def _search(cfg: Any, out: Path, data_root: Path, retriever_yaml: Path, model: str, command: str) -> dict:
@@ -150,7 +150,7 @@ def _search(cfg: Any, out: Path, data_root: Path, retriever_yaml: Path, model: s
         "search": s.search,
         "retriever": {**OmegaConf.to_container(s.retriever), "corpus": str(data_root),
                       "models": str(retriever_yaml), "device": "cpu"},
-        "generator": {"model": model, "method": "beam", "batch_size": 8, "device": "cpu"},
+        "generator": {**OmegaConf.to_container(s.generator), "model": model, "device": "cpu"},
         "env": {"name": "replay", "replay": {"focus_goals": True}},
         "batching": {"max_batch_size": 8, "max_wait_ms": 20},
         # A small local cluster: fractional CPUs so every actor fits on a 2-core machine.

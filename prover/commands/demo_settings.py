@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.settings import AugmentConfig, InputConfig, ModelConfig, NeighborsConfig, TrainConfig
+from generator.settings import AugmentConfig, GenerateConfig, InputConfig, ModelConfig, NeighborsConfig, TrainConfig
 from prover.config import ConfigError, DataConfig
 from prover.search.best_first import SearchConfig
 from retriever.settings import CFRConfig, EncoderConfig, PretrainConfig, RetrieverConfig, TokenizerConfig
@@ -68,12 +68,12 @@ class DemoSearchConfig:
     # Premises for the generator's input: the one retriever-choice type (its name and k here;
     # the corpus and models are the demo's own, filled in when the search is built).
     retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name=TRAINED_RETRIEVER, k=3))
-    # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam. The search is
-    # bounded by expansions, so it proves the same theorems on a busy machine as on a quiet one;
-    # the time limit is only a safety net, far above what 20 expansions take on a loaded
-    # 2-core machine (a theorem it stops is recorded as a timeout, never as proved).
-    search: SearchConfig = field(default_factory=lambda: SearchConfig(
-        num_tactics=24, max_expansions=20, timeout_s=600.0))
+    # 24 tactics an expansion: the neighbours' tactics join the model's 24-beam.
+    generator: GenerateConfig = field(default_factory=lambda: GenerateConfig(num_tactics=24, batch_size=8))
+    # The search is bounded by expansions, so it proves the same theorems on a busy machine as on
+    # a quiet one; the time limit is only a safety net, far above what 20 expansions take on a
+    # loaded 2-core machine (a theorem it stops is recorded as a timeout, never as proved).
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(max_expansions=20, timeout_s=600.0))
     workers: int = 2
 
 

@@ -59,7 +59,8 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
     from prover.data.errors import UserInputError
     # The cheap checks first: a wrong path should not wait for torch, a retriever or a model.
     if not Path(state_file).is_file():
-        raise UserInputError(f"--state {state_file}: no such file (expected a file holding a proof "
+        what = "is a folder" if Path(state_file).is_dir() else "no such file"
+        raise UserInputError(f"--state {state_file}: {what} (expected a file holding a proof "
                              f"state, e.g. '⊢ True')")
     state = Path(state_file).read_text(encoding="utf-8").strip()
     if not state:
@@ -82,6 +83,6 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         print(f"premises ({retriever}, {kept} of {len(premises)} fit in {max_bytes} bytes):")
         for p in premises[:kept]:
             print(f"  {p.full_name}")
-    for s in gen.generate([text], num_samples=num, method=method, states=[state])[0]:
+    for s in gen.generate([text], num_tactics=num, method=method, states=[state])[0]:
         print(f"{s.logprob:9.3f}  {s.tactic}")
     return 0

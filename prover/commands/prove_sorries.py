@@ -199,7 +199,9 @@ def project_folder(start: Path) -> Path:
 def recheck_in_repl(attempts: list, root: Path, session) -> str:
     """Each file with its proofs in place must elaborate in the REPL before it is patched."""
     from prover.sorries.check import CHECKED, REJECTED, recheck_files_in_repl
-    n = recheck_files_in_repl(attempts, root, session.file, session.command, session.cfg.allow_native_decide)
+    cfg = session.cfg
+    n = recheck_files_in_repl(attempts, root, session.file, session.command, cfg.allow_native_decide,
+                              session.replay_in_kernel, cfg.kernel_replay)
     if not n[CHECKED] + n[REJECTED]:
         return "no proof to re-check in the REPL"
     return (f"re-checked in the REPL, each file with its proofs in place: {n[CHECKED]} accepted, "
@@ -220,4 +222,4 @@ def recheck_in_lean(attempts: list, project) -> str:
     if not sum(n.values()):
         return "no proof to re-check with lean_dojo.check_proof"
     return (f"re-checked with lean_dojo.check_proof: {n[CHECKED]} accepted, {n[REJECTED]} rejected "
-            f"(not patched), {n[UNCHECKED]} could not be checked")
+            f"(not patched), {n[UNCHECKED]} could not be checked (not patched)")

@@ -1,7 +1,7 @@
 """`prover serve`: the premise search engine over HTTP (uvicorn), or as a Ray Serve deployment.
 
     prover serve --index runs/retriever-tiny --corpus ../shared/data/mathlib-src-mini
-    prover serve --corpus ../shared/data/mathlib-src --retrievers bm25 rerank=false
+    prover serve --corpus ../shared/data/mathlib-src --retrievers bm25
     prover serve --config configs/serve/tiny.yaml --generator tiny=runs/generator-tiny/generator/model
 
 `--index` is a retriever run folder (or its cfr/index folder) and `--corpus` the dataset folder
@@ -63,11 +63,14 @@ def check_paths(cfg: Any) -> None:
     seconds of loading, and their log lines, would only bury the mistake."""
     expected = {"index": "a retriever run folder such as runs/retriever-tiny, or its cfr/index folder",
                 "corpus": "the LeanDojo dataset folder the index was built from"}
+    from prover.data.demo import DEMO
     missing = []
     for key, what in expected.items():  # the index first: it is the primary argument
         path = OmegaConf.select(cfg, PATH_FLAGS[key])
-        if path and not Path(path).exists():
-            missing.append(f"--{key} {path} does not exist (expected {what})")
+        if path and path != DEMO and not Path(path).exists():
+            # The demo's run folder: the command that makes it is known.
+            made_by = "; `prover demo` makes it" if Path(path).parts[:2] == ("runs", "demo") else ""
+            missing.append(f"--{key} {path} does not exist (expected {what}{made_by})")
     if missing:
         raise UserInputError("; ".join(missing))
 

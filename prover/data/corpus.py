@@ -59,6 +59,7 @@ def parse_premise(obj: object, file_path: str, src: str, record: str) -> Premise
         full_name=obj["full_name"], path=file_path,
         start=_pos(obj["start"], src, record, "start"), end=_pos(obj["end"], src, record, "end"),
         kind=str(obj.get("kind", "")), code=code, args=args, goal=goal,
+        doc=obj["doc"] if isinstance(obj.get("doc"), str) else "",
     )
 
 

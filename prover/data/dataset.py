@@ -9,6 +9,7 @@ from pathlib import Path
 from prover.data.corpus import Corpus
 from prover.data.demo import DEMO, demo_root
 from prover.data.errors import DataError, SkipLog
+from prover.data.jsonio import resolve
 from prover.data.halves import SOURCE as HALVES_SOURCE
 from prover.data.halves import half_keys, is_half, theorem_key
 from prover.data.theorem import DEFAULT_MAX_STATE_CHARS, Theorem, load_theorems, split_path
@@ -27,8 +28,10 @@ class Dataset:
     def __post_init__(self) -> None:
         self.root = demo_root() if str(self.root) == DEMO else Path(self.root)
         if not self.root.is_dir():
+            from prover.data.location import missing_hint
+            hint = missing_hint(self.root)
             raise DataError(f"{self.source} {self.root}", "dataset folder not found (expected "
-                            "corpus.jsonl and split folders such as random/)")
+                            "corpus.jsonl and split folders such as random/)" + (f"; {hint}" if hint else ""))
         if self.on_error not in ("raise", "skip"):
             raise ValueError(f"data.on_error must be 'raise' or 'skip', not {self.on_error!r}")
         if self.max_state_chars <= 0:
@@ -62,6 +65,11 @@ class Dataset:
         mark = self._mark()
         corpus = Corpus.load(self.root / "corpus.jsonl", skips=self._skips())
         self._warn_skipped(self.root / "corpus.jsonl", mark)
+        if not len(corpus):  # nothing to rank: every later step would fail far from the cause
+            raise DataError(resolve(self.root / "corpus.jsonl"),
+                            ("empty" if not corpus.files else f"{len(corpus.files)} files, no premise")
+                            + ": a corpus with no premise to rank (expected LeanDojo's corpus.jsonl, "
+                            "one line per Lean file with its premises)")
         return corpus
 
     def theorems(self, split: str) -> list[Theorem]:

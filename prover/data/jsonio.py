@@ -21,7 +21,9 @@ def resolve(path: str | Path) -> Path:
     gz = p.with_name(p.name + ".gz")
     if gz.exists():
         return gz
-    raise DataError(str(p), "file not found (nor its .gz)")
+    from prover.data.location import missing_hint
+    hint = missing_hint(p)
+    raise DataError(str(p), "file not found (nor its .gz)" + (f"; {hint}" if hint else ""))
 
 
 def _read_bytes(path: Path) -> bytes:

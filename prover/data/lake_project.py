@@ -45,6 +45,7 @@ class LakeProject:
     packages: dict[str, int] = field(default_factory=dict)  # package -> its .lean files
     missing: list[dict] = field(default_factory=list)  # {package, message}: listed, no sources
     manifest_text: str = ""
+    refused_links: list[str] = field(default_factory=list)  # linked folders not followed, and why
 
     def key(self) -> str:
         """What the corpus of this project depends on, as a short hash: the Lake manifest (the
@@ -60,19 +61,36 @@ class LakeProject:
         return h.hexdigest()[:16]
 
 
-def _source_files(root: Path) -> list[Path]:
+def _source_files(root: Path, refused: list[str] | None = None) -> list[Path]:
+    """The library sources under `root`, sorted. A linked folder (a `Mathlib` that is a
+    symlink) is followed, once: a folder reached twice is read the first time only, and a link
+    back to a folder above it (a loop) is refused, said in `refused`."""
     out = []
-    for folder, dirs, files in os.walk(root):
+    seen = {root.resolve()}
+    for folder, dirs, files in os.walk(root, followlinks=True):
         top = Path(folder) == root
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")
-                         and not (top and d[:1].islower()))
+        kept = []
+        for d in sorted(dirs):
+            if d in _SKIP_DIRS or d.startswith(".") or (top and d[:1].islower()):
+                continue
+            path = Path(folder) / d
+            real = path.resolve()
+            if real in seen:
+                if path.is_symlink() and refused is not None:
+                    above = any(real == q.resolve() for q in path.parents)
+                    refused.append(f"{path} -> {real}: " + ("a link to a folder above it (a loop), not followed"
+                                                            if above else "already read through another path"))
+                continue
+            seen.add(real)
+            kept.append(d)
+        dirs[:] = kept
         out += [Path(folder) / f for f in files if f.endswith(".lean") and not (top and f.startswith("lakefile"))]
     return sorted(out)
 
 
-def _files_of(root: Path, package: str, prefix: str) -> list[SourceFile]:
+def _files_of(root: Path, package: str, prefix: str, refused: list[str] | None = None) -> list[SourceFile]:
     out = []
-    for p in _source_files(root):
+    for p in _source_files(root, refused):
         rel = p.relative_to(root).as_posix()
         out.append(SourceFile(prefix + rel, rel.removesuffix(".lean").replace("/", "."), p, package))
     return out
@@ -92,6 +110,21 @@ def _manifest_packages(root: Path) -> tuple[str, list[dict]]:
     return text, [p for p in pkgs if isinstance(p, dict) and p.get("name")]
 
 
+def read_own_files(root: str | Path) -> LakeProject:
+    """The project at `root` with its own files only (not its packages'): what its theorems
+    are read from. Raises NotALakeProject when it holds no .lean file."""
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise NotALakeProject(f"{root}: not a folder")
+    project = LakeProject(root, root.name, any((root / f).is_file() for f in LAKEFILES),
+                          manifest_text=_manifest_packages(root)[0])
+    project.files = _files_of(root, root.name, "", project.refused_links)
+    project.packages[root.name] = len(project.files)
+    if not project.files:
+        raise NotALakeProject(f"{root}: no .lean source files in it")
+    return project
+
+
 def read_project(root: str | Path) -> LakeProject:
     """The project at `root` and its packages. A folder without a lakefile is read as one
     package (a warning; `is_lake` False); one without any .lean file raises NotALakeProject."""
@@ -101,7 +134,7 @@ def read_project(root: str | Path) -> LakeProject:
     is_lake = any((root / f).is_file() for f in LAKEFILES)
     manifest_text, listed = _manifest_packages(root)
     project = LakeProject(root, root.name, is_lake, manifest_text=manifest_text)
-    own = _files_of(root, root.name, "")
+    own = _files_of(root, root.name, "", project.refused_links)
     project.files += own
     project.packages[root.name] = len(own)
     seen_dirs: set[Path] = set()
@@ -121,7 +154,7 @@ def read_project(root: str | Path) -> LakeProject:
             continue
         seen_dirs.add(disk.resolve())
         prefix = prefix or f"{_PACKAGE_DIRS[0]}/{name}/"
-        files = _files_of(disk, name, prefix)
+        files = _files_of(disk, name, prefix, project.refused_links)
         if not files:
             project.missing.append({"package": name, "message": f"{disk} holds no .lean source file"})
             continue
@@ -133,7 +166,7 @@ def read_project(root: str | Path) -> LakeProject:
             continue
         for d in sorted(folder.iterdir()):
             if d.is_dir() and d.resolve() not in seen_dirs and not d.name.startswith("."):
-                files = _files_of(d, d.name, f"{base}/{d.name}/")
+                files = _files_of(d, d.name, f"{base}/{d.name}/", project.refused_links)
                 if files:
                     project.files += files
                     project.packages[d.name] = len(files)

@@ -122,6 +122,22 @@ def modifiers_start(code: str, start: int) -> int:
         return begin
 
 
+def docstring_before(text: str, start: int) -> str:
+    """The doc comment (`/-- ... -/`) right before `start` (the declaration's attributes and
+    modifiers, or a field's name), whitespace collapsed; "" when there is none. LeanDojo's
+    `code` drops it, and it is the one place Mathlib says in words what a declaration is."""
+    j = start
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    if not text.startswith("-/", j - 2):
+        return ""
+    k = text.rfind("/--", 0, j - 2)
+    # A `-/` between them means the comment that ends here is not that doc comment.
+    if k < 0 or "-/" in text[k + 3:j - 2]:
+        return ""
+    return " ".join(text[k + 3:j - 2].split())
+
+
 def strip_comments(text: str) -> str:
     """`text` without its comments (strings kept), trailing spaces dropped."""
     if "--" not in text and "/-" not in text:  # most statements: no lexing needed
@@ -272,6 +288,9 @@ class _Builder:
         row = {"full_name": name, "code": code, "start": f.leandojo_pos(start), "end": f.leandojo_pos(end),
                "kind": kind, "def_pos": f.leandojo_pos(n0), "def_end_pos": f.leandojo_pos(n1),
                "args": [*binders, *args], "goal": goal, **(extra or {})}
+        doc = docstring_before(f.text, start)
+        if doc and "doc" not in row:
+            row["doc"] = doc
         self.scan.rows.append(row)
         return row
 

@@ -1,8 +1,15 @@
-"""Just enough Lean 4 lexing to tell code from comments and strings.
+"""Lean 4 lexing: code told from comments and strings, and code cut into tokens as Lean cuts it.
 
 `mask_non_code` blanks comments, string and char literals to spaces (newlines kept), so
 every later regex sees code only and every index still points at the same character of the
-original text. Lean block comments nest (`/- /- -/ -/`), which a regex cannot follow.
+original text. Lean block comments nest (`/- /- -/ -/`), which a regex cannot follow, and an
+escaped identifier (`«/-»`, `«--»`, `«"»`) is code, never the start of a comment or string.
+
+`code_tokens` cuts masked code into Lean's tokens by Lean's own character classes
+(`isIdFirst`, `isIdRest`, `isLetterLike`, `isSubScriptAlnum` of `Init/Meta`): a number ends
+where its digits end, so `2axiom` is `2` then `axiom`; `h.1theorem` is `h`, `.1`, `theorem`;
+`a⁻¹theorem` is `a`, `⁻¹`, `theorem`. An identifier is a keyword only when the whole token
+is (`theorem'` and `Foo.theorem` are names), as Lean's `identFn` decides.
 """
 from __future__ import annotations
 
@@ -34,8 +41,9 @@ def _string_end(text: str, i: int) -> int:
 
 
 _COMMENT_MARK = re.compile(r"/-|-/")
-# Where something to blank may start: a comment, a string, a raw string or a char literal.
-_CANDIDATE = re.compile(r"--|/-|\"|r#*\"|'")
+# Where something to blank (or to step over) may start: a comment, a string, a raw string, a
+# char literal, or an escaped identifier, whose `/-`, `--` or `"` is part of a name.
+_CANDIDATE = re.compile(r"--|/-|\"|r#*\"|'|«")
 _NEWLINES = re.compile(r"[^\r\n]")
 
 
@@ -66,6 +74,10 @@ def mask_non_code(text: str) -> str:
         i = m.start()
         c = text[i]
         after_ident = i > 0 and is_ident_char(text[i - 1])
+        if c == "«":  # an escaped identifier is code: step over it, blanking nothing
+            k = text.find("»", i + 1)
+            i = n if k < 0 else k + 1
+            continue
         if text.startswith("--", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
@@ -87,3 +99,41 @@ def mask_non_code(text: str) -> str:
         done = i = j
     out.append(text[done:])
     return "".join(out)
+
+
+# Lean's identifier characters (Init/Meta: isLetterLike, isSubScriptAlnum; the Latin-1 and
+# Latin Extended-A ranges are letter-like in later toolchains: the union of both is read here).
+_LETTER_LIKE = ("\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb"
+                "\u1f00-\u1ffe\u2100-\u214f\U0001d49c-\U0001d59f"
+                "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u0100-\u017f")
+_SUBSCRIPT = "\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
+_ID_FIRST = f"A-Za-z_{_LETTER_LIKE}"
+_ID_REST = f"A-Za-z0-9_'!?{_LETTER_LIKE}{_SUBSCRIPT}"
+_PART = f"(?:«[^»]*»|[{_ID_FIRST}][{_ID_REST}]*)"
+_TOKEN = re.compile(
+    rf"(?P<ident>{_PART}(?:\.{_PART})*)"
+    r"|(?P<number>0[xX][0-9a-fA-F_]*|0[bB][01_]*|0[oO][0-7_]*|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    rf"|(?P<hash>#[{_ID_FIRST}][{_ID_REST}]*)"
+    r"|(?P<field>\.[0-9]+)"
+    r"|(?P<attribute>@\[)"
+    r"|(?P<symbol>\S)")
+_SPACE = re.compile(r"\s+")
+
+
+def code_tokens(code: str) -> list[tuple[str, str, int]]:
+    """The tokens of masked code (`mask_non_code`), each (kind, text, start): kind is ident,
+    number, hash (`#eval`, `#s`), field (`.1`), attribute (`@[`) or symbol (one character)."""
+    out: list[tuple[str, str, int]] = []
+    i, n = 0, len(code)
+    while i < n:
+        s = _SPACE.match(code, i)
+        if s is not None:
+            i = s.end()
+            continue
+        m = _TOKEN.match(code, i)
+        if m is None:  # an unclosed `«`: the rest is one unfinished identifier
+            out.append(("ident", code[i:], i))
+            break
+        out.append((m.lastgroup or "symbol", m.group(), i))
+        i = m.end()
+    return out

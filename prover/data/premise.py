@@ -38,6 +38,7 @@ class Premise:
     code: str
     args: tuple[str, ...]
     goal: str
+    doc: str = ""  # the doc comment, where the corpus has one (`prover data corpus` keeps it)
 
     @property
     def args_text(self) -> str:

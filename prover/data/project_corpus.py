@@ -3,7 +3,7 @@
 Every source file of the project and of its `.lake/packages` (`prover.data.lake_project`) is
 scanned (`prover.data.lean_decls`, `prover.data.lean_premises`) and written in import order
 (each file after the files it imports), each premise with full name, code, start, end and kind
-(plus `def_pos`/`def_end_pos`, `args`, `goal`). `metadata.json` says what was read and what not:
+(plus `def_pos`/`def_end_pos`, `args`, `goal`, and `doc`, the doc comment, when it has one). `metadata.json` says what was read and what not:
 per package files and premises, premises by kind, `uncertain` (what the source cannot settle,
 counted) and `problems` (a package without sources, a file that cannot be read: one warning
 line each, and the rest of the corpus is still written).
@@ -31,7 +31,7 @@ from prover.data.lean_text import _block_comment_end, _string_end
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 1  # bump when the rows change: cached corpora are rebuilt
+BUILDER_VERSION = 2  # bump when the rows change: cached corpora are rebuilt (2: `doc`)
 LEAN_CORE = ("Init", "Lean", "Std", "Lake")  # modules of the toolchain, not of any package
 
 
@@ -175,8 +175,10 @@ def build_rows(project: LakeProject, progress: bool = True,
         "unknown_imports": dict(unknown.most_common(20)),  # the most imported, at most 20
         "problems": {"not_a_lake_project": 0 if project.is_lake else 1,
                      "packages_missing_sources": len(project.missing),
-                     "files_unreadable": len(problems), "duplicate_modules": duplicates},
+                     "files_unreadable": len(problems), "duplicate_modules": duplicates,
+                     "links_not_followed": len(project.refused_links)},
         "packages_missing_sources": project.missing, "files_unreadable": problems,
+        "links_not_followed": project.refused_links,
     }
     return rows, meta, {f.path: f for f in by_module.values()}
 
@@ -194,6 +196,8 @@ def build_corpus(project: str | Path, out: str | Path, *, progress: bool = True,
             f"its .lean files are read as one package")
     for m in proj.missing:
         say(f"corpus: package {m['package']}: {m['message']}")
+    for link in proj.refused_links:
+        say(f"corpus: {link}")
     rows, meta, sources = build_rows(proj, progress, say)
     check = None
     if run_command is not None:

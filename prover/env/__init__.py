@@ -17,12 +17,11 @@ from prover.env.base import (
     TacticError,
     TacticResult,
     Timeout,
-    contains_sorry,
     normalize_ws,
 )
 
 __all__ = [
     "ENV_LEANDOJO", "ENV_REPL", "ENV_REPLAY", "EnvCrash", "EnvFailure", "EnvInitError", "GivenUp",
     "ProofEnv", "ProofFinished", "State", "TacticError", "TacticResult", "Timeout",
-    "contains_sorry", "normalize_ws",
+    "normalize_ws",
 ]

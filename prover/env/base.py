@@ -8,10 +8,11 @@ about Lean, so it can never be counted as pass@1.
 """
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Union
+
+from prover.env.verdict import Verdict
 
 ENV_LEANDOJO = "leandojo"
 ENV_REPLAY = "replay"
@@ -28,12 +29,20 @@ class State:
 
 @dataclass(frozen=True)
 class ProofFinished:
-    """The tactic closed the last goal."""
+    """The tactic closed the last goal, and the one verdict (`prover.env.verdict.decide`) on
+    the whole proof is `proved`: an env returns this only with such a verdict."""
 
-    message: str = ""
-    # The verifier's verdict where the env checks proofs (the REPL: `prover.env.verify`):
-    # the axioms Lean listed and whether native_decide was allowed. None: not checked here.
-    check: dict | None = None
+    message: str
+    verdict: Verdict
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.verdict, Verdict) or not self.verdict.ok:
+            raise ValueError(f"a finished proof needs a verdict of proved, not {self.verdict!r}")
+
+    @property
+    def check(self) -> dict:
+        """The verdict as JSON, as result files carry it."""
+        return self.verdict.to_json()
 
 
 @dataclass(frozen=True)
@@ -78,14 +87,6 @@ class EnvFailure:
     message: str
     tactic: str | None = None
     recovered: bool = True
-
-
-# `sorry`/`admit` as whole identifiers: `h_admit`, `Foo.sorry` or `sorry'` are other names.
-_SORRY = re.compile(r"(?<![\w'.!?«])(?:sorry|admit)(?![\w'!?»])")
-
-
-def contains_sorry(tactic: str) -> bool:
-    return _SORRY.search(tactic) is not None
 
 
 def normalize_ws(text: str) -> str:

@@ -17,11 +17,13 @@ What a tactic's answer means (both REPL dialects: the fork lean-interact builds 
 - goals left: a new state;
 - no goals and no error: a *candidate*. The REPL can accept tactic-mode proofs that do not
   compile (REPL issue #44; `self_proof_*` in its tests), and a proofStatus is not sent by
-  every version, so a candidate counts only after `prover.env.verify` accepts it: the asked
-  statement proved under a fresh name in the header's environment, no error, no sorry, and
-  `#print axioms` listing Lean's standard axioms only. For a file's sorry, the file with the
-  proof in place must elaborate with no error and one sorry fewer, and its declaration's
-  axioms are checked the same way. A rejected candidate is a failed tactic, with the reason.
+  every version, so a candidate counts only on the one verdict (`prover.env.verdict`) of the
+  evidence `prover.env.verify` gathers: the asked statement proved under a fresh name in the
+  header's environment, no error, no sorry, `#print axioms` of exactly that name listing
+  Lean's standard axioms only, and the kernel's replay of what the check added. For a file's
+  sorry, the file with the proof in place must elaborate with no error, its declaration free
+  of sorry with standard axioms, and the file's environment must pass the kernel replay. A
+  rejected candidate is a failed tactic, with the reason.
 - tactic text that could leave a `by` block (`verify.tactic_text_problem`) is a failed tactic,
   never sent to Lean.
 - each tactic is sent as `set_option maxHeartbeats N in` the tactic (`env.repl.max_heartbeats`):
@@ -35,7 +37,6 @@ After a restart every id is gone: a state is rebuilt by replaying the tactics th
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,13 +55,15 @@ from prover.env.base import (
     TacticError,
     TacticResult,
     Timeout,
-    contains_sorry,
     normalize_ws,
 )
+from prover.env.text_check import contains_sorry
 from prover.env.repl_session import HeaderError, ReplDied, ReplSession, ReplTimeout, error_messages
 from prover.env.leandojo_env import TheoremRef
 from prover.env.source_target import target_parts
-from prover.env.verify import Verdict, axioms_verdict, check_proof, tactic_text_problem
+from prover.env.text_check import tactic_text_problem
+from prover.env.verdict import Verdict
+from prover.env.verify import check_file, check_proof
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +129,6 @@ class ReplEnv(ProofEnv):
         self._parents: dict[int, tuple[int, str]] = {}
         self._repl_ids: dict[int, int] = {}  # our state -> the REPL's, in `_generation`
         self._generation = -1
-        self._file_sorries = 0  # sorries the target's file has (file targets)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -165,7 +167,6 @@ class ReplEnv(ProofEnv):
         if t.file is not None:
             answer = s.file_sorries(Path(t.file))
             sorries = answer.get("sorries", [])
-            self._file_sorries = len(sorries)
             found = [x for x in sorries if _pos(x.get("pos")) == t.position and "proofState" in x]
             if not found:
                 where = ", ".join(f"{_pos(x.get('pos'))}" for x in sorries) or "none"
@@ -227,7 +228,7 @@ class ReplEnv(ProofEnv):
             self._record("rejected", verdict.reason or "", tactic)
             return TacticError(f"the REPL closed every goal, but the proof does not pass the "
                                f"check: {verdict.reason}")
-        return ProofFinished(answer.get("proofStatus", ""), verdict.to_json())
+        return ProofFinished(answer.get("proofStatus", ""), verdict)
 
     def _wrap(self, tactic: str) -> str:
         """The tactic as sent: under a heartbeat limit, so Lean stops it with an error."""
@@ -241,17 +242,20 @@ class ReplEnv(ProofEnv):
         return out[::-1]
 
     def _check(self, tactics: list[str]) -> Verdict:
-        """The verifier's verdict on the whole proof (`prover.env.verify`)."""
+        """The one verdict on the whole proof (`prover.env.verify` gathers, `verdict` decides)."""
         t, s = self.target, self.session
+        cfg = s.cfg
         if t.file is not None:
-            return self._check_file(tactics)
+            return check_file(s.file, s.command, self._replay, Path(t.file), self.patch_file(tactics),
+                              [t.decl], [tactics], cfg.allow_native_decide, cfg.kernel_replay,
+                              cfg.check_timeout)
         env = s.header_env(t.header)  # the same id unless the REPL restarted since opening
-        return check_proof(s.command, env, t.statement, tactics, s.cfg.allow_native_decide,
-                           s.cfg.check_timeout)
+        return check_proof(s.command, env, t.statement, tactics, cfg.allow_native_decide,
+                           cfg.check_timeout, full_name=t.name, replay=self._replay,
+                           kernel_replay=cfg.kernel_replay)
 
-    def _check_file(self, tactics: list[str]) -> Verdict:
-        return check_file_proof(self.session, Path(self.target.file), self.patch_file(tactics),
-                                self._file_sorries - 1, self.target.decl, tactics)
+    def _replay(self, env: int) -> tuple[str, int | None]:
+        return self.session.replay_in_kernel(env)
 
     def _repl_id(self, sid: int) -> int:
         """The REPL's id of our state `sid` in the current process; after a restart, the
@@ -293,54 +297,6 @@ def heartbeat_wrapped(tactic: str, max_heartbeats: int) -> str:
     whose body is a tactic sequence: the tactic goes on the next line at its own columns, so
     a multi-line tactic keeps its layout). 0: the tactic as it is."""
     return f"set_option maxHeartbeats {max_heartbeats} in\n{tactic}" if max_heartbeats else tactic
-
-
-def patched_file_answer(run_file: Callable[[Path], dict], path: Path, patched: bytes,
-                        sorries_left: int) -> tuple[str | None, dict]:
-    """(Lean's objection to `path` with the content `patched`, or None when it elaborates with
-    no error and exactly `sorries_left` sorries; Lean's answer). It is elaborated from a
-    temporary copy beside the file (same folder, so the same project), removed afterwards;
-    `run_file` runs a FileCommand."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=path.parent, prefix=".prover-check-",
-                                     delete=False) as f:
-        f.write(patched)
-    try:
-        answer = run_file(Path(f.name))
-    finally:
-        Path(f.name).unlink(missing_ok=True)
-    errors = error_messages(answer)
-    if errors:
-        return errors[0], answer
-    if len(answer.get("sorries", [])) != sorries_left:
-        return f"{len(answer.get('sorries', []))} sorries left, not {sorries_left}", answer
-    return None, answer
-
-
-def check_patched_file(run_file: Callable[[Path], dict], path: Path, patched: bytes,
-                       sorries_left: int) -> str | None:
-    """Lean's objection to the patched file (`patched_file_answer`), or None."""
-    return patched_file_answer(run_file, path, patched, sorries_left)[0]
-
-
-def check_file_proof(session: ReplSession, path: Path, patched: bytes, sorries_left: int,
-                     decl: str | None, tactics: list[str]) -> Verdict:
-    """The verdict on proofs patched into a project file: their text (`tactic_text_problem`),
-    the file with no error and `sorries_left` sorries, and `#print axioms` of `decl` in the
-    file's environment. Weaker than a statement's check, and said so in the README: the
-    declaration keeps the file's own statement (no fresh name is needed: the file is the
-    reference), and while the file still has sorries `sorryAx` cannot be told apart from the
-    other sorries of the same declaration, so it is allowed then."""
-    native = session.cfg.allow_native_decide
-    problem = tactic_text_problem(tactics)
-    if problem is not None:
-        return Verdict(False, problem, native_decide_allowed=native)
-    reason, answer = patched_file_answer(session.file, path, patched, sorries_left)
-    if reason is not None:
-        return Verdict(False, reason, native_decide_allowed=native, name=decl)
-    if decl is None or "env" not in answer:  # an example: the file check is all there is
-        return Verdict(True, None, native_decide_allowed=native, name=decl)
-    printed = session.command(f"#print axioms {decl}", env=answer["env"], timeout=session.cfg.check_timeout)
-    return axioms_verdict(printed, decl, native, ("sorryAx",) if sorries_left else ())
 
 
 def _pos(pos: dict | None) -> tuple[int, int] | None:

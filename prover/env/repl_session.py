@@ -71,6 +71,11 @@ class ReplConfig:
     # Whether a proof may depend on Lean.ofReduceBool / Lean.trustCompiler (`native_decide`):
     # they trust the compiler, not the kernel. Every verdict records the setting in force.
     allow_native_decide: bool = False
+    # Whether a proof's check ends with Lean's kernel replaying every constant it added
+    # (pickle, then unpickle into a fresh import: `prover.env.verify`). It costs one import of
+    # the header's modules per proof found, not per tactic; off, a proof is checked without it
+    # and its verdict says so (no "kernel" among its checks).
+    kernel_replay: bool = True
     # How a theorem's root goal is opened: `:= by sorry` or `:= sorry` (both give its goal).
     root: str = "by sorry"
 
@@ -278,6 +283,32 @@ class ReplSession:
             request["env"] = env
         return self.request(request, timeout or self.cfg.startup_timeout)
 
+    def replay_in_kernel(self, env: int, timeout: float | None = None) -> tuple[str, int | None]:
+        """Lean's kernel replays every constant of environment `env` (those added since its
+        imports) into a fresh import of its modules: ("", the new environment's id) when it
+        accepted them all, else (why not, None). The REPL's `pickleTo` writes the constants to
+        an .olean; `unpickleEnvFrom` imports the modules again and adds each constant through
+        `Lean.Environment.replay`, which sends it to the kernel with no options set (so
+        `debug.skipKernelTC` cannot apply). At the pinned toolchains both REPL dialects do so
+        (REPL/Snapshots.lean, `unpickle`); a kernel exception there is not caught, so the REPL
+        process ends, and this says so. The new environment holds the replayed constants and
+        none of the extension entries (macros, attributes) the original had added."""
+        import tempfile
+        limit = timeout or self.cfg.check_timeout
+        with tempfile.TemporaryDirectory(prefix="prover-kernel-") as folder:
+            olean = str(Path(folder) / "check.olean")
+            try:
+                written = self.request({"pickleTo": olean, "env": env}, limit)
+                if error_messages(written):
+                    return f"the environment could not be pickled for the kernel replay: {error_messages(written)[0]}", None
+                answer = self.request({"unpickleEnvFrom": olean}, limit)
+            except (ReplDied, ReplTimeout) as e:
+                return f"the kernel replay did not finish (a kernel exception ends the REPL): {e}", None
+        errors = error_messages(answer)
+        if errors or "env" not in answer:
+            return f"the kernel replay failed: {errors[0] if errors else answer}", None
+        return "", answer["env"]
+
     def step(self, proof_state: int, tactic: str, timeout: float | None = None) -> dict:
         return self.request({"tactic": tactic, "proofState": proof_state}, timeout or self.cfg.timeout)
 
@@ -327,10 +358,13 @@ def error_messages(answer: dict) -> list[str]:
     return [" ".join(str(x).split())[:500] for x in out]
 
 
+SORRY_WARNING = "declaration uses 'sorry'"  # Lean's warning, placed at the declaration's name
+
+
 def uses_sorry(answer: dict) -> bool:
     """Whether Lean warned that a declaration of this answer uses `sorry`."""
-    return any(m.get("severity") == "warning" and "declaration uses" in m.get("data", "")
-               and "sorry" in m.get("data", "") for m in answer.get("messages", []))
+    return any(m.get("severity") == "warning" and SORRY_WARNING in str(m.get("data", ""))
+               for m in answer.get("messages", []))
 
 
 class InsufficientMemory(RuntimeError):

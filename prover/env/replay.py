@@ -36,9 +36,10 @@ from prover.env.base import (
     TacticError,
     TacticResult,
     Timeout,
-    contains_sorry,
     normalize_ws,
 )
+from prover.env.text_check import contains_sorry, tactic_text_problem
+from prover.env.verdict import SOURCE_REPLAY, Evidence, decide
 
 
 @dataclass
@@ -171,6 +172,9 @@ class ReplayEnv(ProofEnv):
             time.sleep(self.config.delay_s)
         if contains_sorry(tactic):
             return GivenUp()
+        problem = tactic_text_problem([tactic])
+        if problem is not None:
+            return TacticError(problem)
         if normalize_ws(tactic) in self._timeouts:
             return Timeout(f"replay: simulated timeout of {tactic!r}")
         goals = self._apply(state.text, tactic)
@@ -178,8 +182,8 @@ class ReplayEnv(ProofEnv):
             known = len(self.recorded_tactics(state))
             return TacticError(f"replay: no recorded tactic {normalize_ws(tactic)!r} for this "
                                f"state ({known} recorded for it)")
-        if not goals:
-            return ProofFinished()
+        if not goals:  # a recorded proof replayed: the simulator's word, never Lean's
+            return ProofFinished("replay", decide(Evidence(SOURCE_REPLAY, text_checked=True)))
         return self._state("\n\n".join(goals))
 
     def recorded_tactics(self, state: State) -> list[str]:

@@ -32,11 +32,15 @@ from pathlib import Path
 from prover.data.lean_decls import THEOREM_KINDS, Declaration, scan_declarations
 from prover.data.lean_text import mask_non_code
 from prover.env.base import EnvInitError
+from prover.env.text_check import command_words
 
 # Words that may stand between a declaration's attributes and its keyword.
 MODIFIERS = frozenset(("private", "protected", "nonrec", "noncomputable", "unsafe", "partial", "scoped", "local"))
-# Commands that scope the one after them with `in`.
-IN_COMMANDS = frozenset(("open", "set_option", "variable", "include", "omit", "attribute", "local", "scoped"))
+# Commands that scope the one after them with `in`. Lean's grammar lets any command do so
+# (`command " in " command`), so any word that starts a command counts too (`unseal f in`,
+# `seal`, ...: `prover.env.text_check.command_words`, read from Lean's source).
+IN_COMMANDS = frozenset(("open", "set_option", "variable", "include", "omit", "attribute", "local", "scoped",
+                         "unseal", "seal"))
 _IMPORT_LINE = re.compile(r"^import\s+\S.*$", re.MULTILINE)
 _MUTUAL = re.compile(r"^mutual\b[\s\S]*?^end\b", re.MULTILINE)
 _OPEN, _CLOSE = "([{⦃⟨", ")]}⦄⟩"
@@ -114,7 +118,7 @@ def command_start(code: str, keyword: int) -> DeclCommand:
         if word == "in":
             k = _command_line_start(code, w)
             first = code[k:].split(None, 1)[0] if code[k:].strip() else ""
-            if first in IN_COMMANDS:
+            if first in IN_COMMANDS or first in command_words():
                 prefixes.append((k, j))
                 i = k
                 continue

@@ -1,99 +1,66 @@
-"""When a found proof counts: the one check that every path counting or writing a proof goes through.
+"""Gathering the evidence a found proof's verdict needs from the Lean REPL (`prover.env.verdict` decides).
 
 Search runs tactics one at a time in the REPL's tactic mode, and "no goals left" there is not a
-proof (REPL issue #44; a tactic can also close a goal that is not the theorem's). A proof
-counts only when all of this holds, in this order (cheapest first):
+proof (REPL issue #44; a tactic can also close a goal that is not the theorem's). So a
+candidate is checked again, cheapest first, each step stopping at the first failure:
 
-1. Its text cannot leave its proof (`tactic_text_problem`, before Lean sees it). A line cannot
-   dedent out of the `by` block: `prover.env.proof_text` shifts every line of a tactic to the
-   block's column. What remains is a command keyword (`axiom`, `theorem`, `@[...]`, `#eval`,
-   ...): where the tactic parser stops, the `by` block ends and Lean reads the rest as a new
-   command, on the same line or the next (`exact h axiom cheat : False`), so such a keyword
-   anywhere in the tactic's code (comments and strings aside) refuses it.
+1. Its text (`prover.env.text_check`): nothing that starts a command, names a sorry or weakens
+   Lean's checks; such text never reaches Lean.
 2. Lean proves the asked statement under a fresh name (`restate`): the statement the theorem
    was opened with, its text identical but for the declaration's name (`example` becomes
    `theorem`), `:=` the found tactics as one `by` block, in the environment the theorem was
-   opened in, with no error, no `sorry` warning and no sorry left.
-3. `#print axioms` of that fresh name lists only Lean's standard axioms, `propext`,
-   `Classical.choice` and `Quot.sound` (the three SafeVerify and Lean's reference manual,
-   "Validating a Lean Proof", accept). `sorryAx` and any other axiom reject the proof;
-   `Lean.ofReduceBool` and `Lean.trustCompiler` (what `native_decide` adds: they trust the
-   compiler) reject it unless `allow_native_decide` is set, and every verdict records which
-   setting was in force.
+   opened in: no error, no goal left as a sorry, no "declaration uses 'sorry'".
+3. Lean's kernel replays every constant the check added, auxiliary lemmas included, into a
+   fresh import of the header's modules, as lean4checker and SafeVerify do with
+   `Lean.Environment.replay`: the REPL's `pickleTo` then `unpickleEnvFrom` (at the pinned
+   toolchains, in both the upstream REPL and lean-interact's fork, unpickling replays the
+   environment's own constants through the kernel; a kernel exception there ends the REPL
+   process). This stops an auxiliary lemma added without the kernel (`debug.skipKernelTC`,
+   `addDeclWithoutChecking` from meta-code) that the theorem merely cites.
+4. `#print axioms` of exactly that name (its namespace from the theorem's full name), asked in
+   the replayed environment: it holds the constants and nothing else the check's elaboration
+   left behind (a `macro_rules` or attribute that meta-code registered to rewrite the answer is
+   not carried over). Exactly one answer for that name is read, its list with Lean's name
+   escaping (`«Classical.choice»` is a name of one component, not Lean's axiom; a `]` inside
+   `«»` does not end the list). With the replay switched off (`env.repl.kernel_replay=false`)
+   it is asked in the check's own environment, and the verdict's checks say so.
 
-What this guarantees, and what not: it is built for an honest search (a generator proposing
-tactics, not an adversary). It stops a proof of another goal, a proof that uses `sorry`, an
-axiom declared by text that escapes the proof, an unsound axiom a tactic adds and the proof
-uses, and `native_decide` unless allowed. It does not replay the environment in a fresh
-kernel (`lean4checker`, SafeVerify's `Environment.replay`), so a tactic that runs arbitrary
-meta-code (`run_tac`, an `elab` in the header) and tampers with the environment or with how
-`#print axioms` answers is not stopped: results from a malicious generator need those tools.
+For a sorry in a project file (`prove-sorries`, and search on a file target) the file is the
+reference: the file with the proofs in place must elaborate with no error; each patched
+declaration must have no "declaration uses 'sorry'" warning inside its own span and no
+`sorryAx` among its axioms (sorries elsewhere in the file do not excuse it), and the file's
+environment passes the kernel replay.
+
+What this does not stop: meta-code that tampers with how the REPL itself answers within the
+same process (the replay runs in that process, on its answers), and a wrong statement (the
+check proves what it was given). Lean's reference manual, "Validating a Lean Proof", lists
+what each outside tool adds: lean4checker replays compiled `.olean` files in a new process,
+Lean's comparator checks the statement against a trusted one, SafeVerify compares a
+submission's `.olean` with the target's.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
+from pathlib import Path
 
+from prover.data.lean_decls import LeanFile
 from prover.data.lean_text import mask_non_code
 from prover.env.proof_text import standalone_proof
+from prover.env.text_check import tactic_text_problem
+from prover.env.verdict import SOURCE_REPL, Evidence, Verdict, decide
 
-STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
-# What `native_decide` (and `decide +kernel`'s compiled relatives) add: trust in the compiler.
-NATIVE_AXIOMS = ("Lean.ofReduceBool", "Lean.trustCompiler")
 FRESH_PREFIX = "prover_check_"
 
-# Words that start a command: at the start of a line of a proof they end the `by` block (or fail).
-_COMMAND_WORDS = (
-    "axiom", "axioms", "theorem", "lemma", "def", "abbrev", "instance", "example", "opaque",
-    "structure", "class", "inductive", "coinductive", "namespace", "section", "end", "universe",
-    "variable", "import", "mutual", "macro", "macro_rules", "syntax", "elab", "elab_rules",
-    "notation", "infix", "infixl", "infixr", "prefix", "postfix", "attribute", "initialize",
-    "builtin_initialize", "private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
-    "deriving", "declare_syntax_cat", "add_decl_doc", "export", "omit", "include", "termination_by",
-    "decreasing_by", "where")
-# `#` commands by name: `#s` alone is Mathlib's cardinality notation, not a command.
-_HASH_COMMANDS = ("eval", "print", "check", "reduce", "exit", "guard", "guard_msgs", "synth", "help",
-                  "lint", "find", "simp", "norm_num", "conv", "where", "time", "exit", "check_failure")
-_COMMAND = re.compile(r"(?<![\w'!?.«#])(?:#(?:" + "|".join(_HASH_COMMANDS) + r")(?![\w'])|@\[|(?:"
-                      + "|".join(_COMMAND_WORDS) + r")(?![\w'!?.»]))")
 _DECL = re.compile(r"(?<![\w'!?.])(theorem|lemma|example|def|abbrev)(?![\w'!?])")
 _NAME = re.compile(r"\s+(«[^»]*»(?:\.(?:«[^»]*»|[^\s(){}\[\]⦃⦄:,.«]+))*|[^\s(){}\[\]⦃⦄:,«]+)")
-_AXIOMS = re.compile(r"'(?P<name>[^']*)'\s+(?:depends\s+on\s+axioms:\s*\[(?P<list>[^\]]*)\]"
-                     r"|does\s+not\s+depend\s+on\s+any\s+axioms)")
 
-
-@dataclass(frozen=True)
-class Verdict:
-    """A proof's check: `ok`, or why not; the axioms Lean listed and the native setting in force."""
-
-    ok: bool
-    reason: str | None = None
-    axioms: tuple[str, ...] = ()
-    native_decide_allowed: bool = False
-    name: str | None = None  # the fresh name the statement was proved under
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "reason": self.reason, "axioms": list(self.axioms),
-                "native_decide_allowed": self.native_decide_allowed, "name": self.name}
-
-
-def tactic_text_problem(tactics: Sequence[str]) -> str | None:
-    """Why this tactic text could leave the `by` block it is placed in, or None: it holds a
-    command keyword, where Lean would end the proof and read a command (see the module
-    docstring). Every line of a tactic is placed at the block's column or right of it, so no
-    line dedents out; a carriage return alone is refused, since the layout counts `\n` only."""
-    for tac in tactics:
-        text = tac.replace("\r\n", "\n")
-        if "\r" in text:
-            return "the tactic holds a carriage return, which the proof's layout does not count as a line"
-        code = mask_non_code(text)
-        m = _COMMAND.search(code)
-        if m is not None:
-            line = text[text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
-            return f"the tactic holds the command keyword `{m.group()}`, which would end the proof: {line[:80]!r}"
-    return None
+Command = Callable[..., dict]  # ReplSession.command(cmd, env=..., timeout=...)
+# The kernel replay of an environment: ("", the replayed environment's id) when the kernel
+# accepted it, else (why not, None).
+Replay = Callable[[int], tuple[str, int | None]]
 
 
 def fresh_name(statement: str) -> str:
@@ -101,12 +68,14 @@ def fresh_name(statement: str) -> str:
     return FRESH_PREFIX + hashlib.sha256(statement.encode("utf-8")).hexdigest()[:12]
 
 
-def restate(statement: str) -> tuple[str, str]:
-    """`statement` with its declaration's name replaced by a fresh one: (text, name to print).
-    Everything else stays byte for byte (`... in` prefixes, binders, type); the name keeps
-    its namespace prefix (`Nat.foo` -> `Nat.prover_check_…`), since Lean opens that namespace
-    inside the signature. `example` becomes `theorem`. Raises ValueError on text with no
-    declaration keyword."""
+def restate(statement: str, full_name: str | None = None) -> tuple[str, str]:
+    """`statement` with its declaration's name replaced by a fresh one: (text, the full name
+    Lean gives it). Everything else stays byte for byte (`... in` prefixes, binders, type); the
+    name keeps its namespace prefix (`Nat.foo` -> `Nat.prover_check_…`), since Lean opens that
+    namespace inside the signature. `full_name`, the theorem's name as Lean knows it, tells the
+    namespaces the header opened around it (`Foo.Nat.foo` declared as `Nat.foo`); without it
+    none are assumed, so a check inside an unknown namespace fails, never passes. `example`
+    becomes `theorem`. Raises ValueError on text with no declaration keyword."""
     code = mask_non_code(statement)
     m = _DECL.search(code)
     if m is None:
@@ -121,81 +90,179 @@ def restate(statement: str) -> tuple[str, str]:
     universes = ""
     if name.endswith(".") and statement.startswith("{", n.end(1)):  # `theorem foo.{u}`
         name, universes = name[:-1], "."
-    prefix = name.rsplit(".", 1)[0] + "." if "." in name and not name.startswith("«") else ""
-    full = prefix + fresh
-    return statement[:n.start(1)] + full + universes + statement[n.end(1):], full
+    written = name.rsplit(".", 1)[0] + "." if "." in name and not name.startswith("«") else ""
+    text = statement[:n.start(1)] + written + fresh + universes + statement[n.end(1):]
+    if written.startswith("_root_."):
+        return text, written[len("_root_."):] + fresh
+    namespace = full_name[:-len(name)] if full_name and full_name.endswith("." + name) else ""
+    return text, namespace + written + fresh
 
 
-def parse_axioms(answer: dict, name: str) -> tuple[str, ...] | None:
-    """The axioms `#print axioms NAME` listed in a REPL answer, or None when it holds no such
-    line for a name ending in `name`'s last component. Lean's format (src/Lean/Elab/Print.lean):
-    `'NAME' depends on axioms: [a, b, c]` or `'NAME' does not depend on any axioms`, the list
-    broken over lines (and indented) when it is long."""
-    last = name.rsplit(".", 1)[-1]
+# -- the axioms answer, read as Lean writes names ----------------------------------------------
+
+_DEPENDS = "' depends on axioms: ["
+_NONE = "' does not depend on any axioms"
+
+
+def split_name_list(text: str) -> tuple[list[str], bool]:
+    """The items of a printed list of names starting after its `[`, cut at commas outside `«»`
+    escapes, up to the first `]` outside one: (items, whether the list was closed)."""
+    items, cur, escaped = [], [], False
+    for c in text:
+        if escaped:
+            cur.append(c)
+            escaped = c != "»"
+        elif c == "«":
+            cur.append(c)
+            escaped = True
+        elif c == "," or c == "]":
+            item = "".join(cur).strip()
+            if item:
+                items.append(item)
+            cur = []
+            if c == "]":
+                return items, True
+        else:
+            cur.append(c)
+    return items, False
+
+
+def _printed_as(printed: str, name: str) -> bool:
+    """Whether Lean's printed name is `name`: exactly, or its private form
+    (`_private.<module>.0.<name>`, how Lean writes a `private` declaration's name)."""
+    if printed == name:
+        return True
+    return printed.startswith("_private.") and printed.endswith(".0." + name)
+
+
+def axioms_answer(answer: dict, name: str) -> tuple[str, ...] | str:
+    """The axioms `#print axioms NAME` listed for exactly `name` (Lean's format,
+    src/Lean/Elab/Print.lean: `'NAME' depends on axioms: [a, b, c]`, the list wrapped over lines
+    when long, or `'NAME' does not depend on any axioms`), as printed (escapes kept); or, as a
+    string, why no single answer was read (none, several, or a list left open)."""
+    found: list[tuple[str, ...] | str] = []
     for m in answer.get("messages", []):
         if m.get("severity") not in ("info", "information"):
             continue
-        for hit in _AXIOMS.finditer(str(m.get("data", ""))):
-            printed = hit.group("name").replace("«", "").replace("»", "")
-            if printed != last and not printed.endswith("." + last):
-                continue
-            items = hit.group("list")
-            if items is None:
-                return ()
-            return tuple(a.strip().replace("«", "").replace("»", "") for a in items.split(",") if a.strip())
-    return None
+        data = str(m.get("data", ""))
+        for start in [i for i in range(len(data)) if data.startswith("'", i)]:
+            for marker in (_DEPENDS, _NONE):
+                end = data.find(marker, start + 1)
+                if end < 0 or not _printed_as(data[start + 1:end], name):
+                    continue
+                if marker == _NONE:
+                    found.append(())
+                else:
+                    items, closed = split_name_list(data[end + len(marker):])
+                    found.append(tuple(items) if closed else "the axioms list is not closed")
+    if not found:
+        from prover.env.repl_session import error_messages
+        errors = error_messages(answer)
+        return errors[0] if errors else f"no `depends on axioms` line for {name}"
+    if len(found) > 1:
+        return f"{len(found)} axioms answers for {name}, not one"
+    return found[0]
 
 
-def axioms_problem(axioms: Sequence[str], allow_native_decide: bool) -> str | None:
-    """Why these axioms reject a proof, or None."""
-    allowed = STANDARD_AXIOMS + (NATIVE_AXIOMS if allow_native_decide else ())
-    bad = [a for a in axioms if a not in allowed]
-    if not bad:
-        return None
-    if "sorryAx" in bad:
-        return "the proof depends on sorryAx"
-    native = [a for a in bad if a in NATIVE_AXIOMS]
-    if native and len(native) == len(bad):
-        return (f"the proof depends on {', '.join(native)} (native_decide): not allowed "
-                f"(env.repl.allow_native_decide=false)")
-    return f"the proof depends on axioms beyond Lean's standard ones: {', '.join(bad)}"
+# -- the REPL's answers as evidence ------------------------------------------------------------
 
-
-Command = Callable[..., dict]  # ReplSession.command(cmd, env=..., timeout=...)
+def lean_evidence(ev: Evidence, answer: dict, sorry_warnings: Sequence[str] = (),
+                  count_sorries: bool = True) -> Evidence:
+    """Lean's answer to the checked command: its errors, goals left as sorries and warnings."""
+    from prover.env.repl_session import error_messages
+    errors = error_messages(answer)
+    if not errors and "env" not in answer:
+        errors = [f"Lean gave no environment for the checked proof: {str(answer)[:200]}"]
+    return replace(ev, errors=tuple(errors), sorry_warnings=tuple(sorry_warnings),
+                   sorries_left=len(answer.get("sorries", [])) if count_sorries else 0)
 
 
 def check_proof(command: Command, env: int | None, statement: str, tactics: Sequence[str],
-                allow_native_decide: bool = False, timeout: float | None = None) -> Verdict:
+                allow_native_decide: bool = False, timeout: float | None = None,
+                full_name: str | None = None, replay: Replay | None = None,
+                kernel_replay: bool = True) -> Verdict:
     """Check found `tactics` as a proof of `statement` in environment `env` (see the module
-    docstring). `command` sends one REPL command and returns Lean's answer."""
-    from prover.env.repl_session import error_messages, uses_sorry
-    native = allow_native_decide
-    problem = tactic_text_problem(tactics)
-    if problem is not None:
-        return Verdict(False, problem, native_decide_allowed=native)
-    text, name = restate(statement)
+    docstring). `command` sends one REPL command and returns Lean's answer; `replay` runs the
+    kernel replay of an environment (required unless `kernel_replay` is switched off)."""
+    from prover.env.repl_session import uses_sorry
+    ev = Evidence(SOURCE_REPL, allow_native_decide, text_problem=tactic_text_problem(tactics),
+                  text_checked=True, kernel_required=kernel_replay)
+    if ev.text_problem is not None:
+        return decide(ev)
+    text, name = restate(statement, full_name)
     answer = command(f"{text} := {standalone_proof(tactics)}", env=env, timeout=timeout)
-    errors = error_messages(answer)
-    if errors:
-        return Verdict(False, errors[0], native_decide_allowed=native, name=name)
-    if uses_sorry(answer) or answer.get("sorries"):
-        return Verdict(False, "the proof uses sorry", native_decide_allowed=native, name=name)
-    if "env" not in answer:
-        return Verdict(False, f"Lean gave no environment for the checked proof: {answer}",
-                       native_decide_allowed=native, name=name)
-    return axioms_verdict(command(f"#print axioms {name}", env=answer["env"], timeout=timeout), name,
-                          native)
+    ev = lean_evidence(ev, answer, [name] if uses_sorry(answer) else [])
+    return _axioms_and_kernel(replace(ev, declarations=(name,)), answer["env"] if "env" in answer else None,
+                              command, replay, timeout, name)
 
 
-def axioms_verdict(answer: dict, name: str, allow_native_decide: bool,
-                   also_allowed: Sequence[str] = ()) -> Verdict:
-    """The verdict of `#print axioms NAME`'s answer."""
-    axioms = parse_axioms(answer, name)
-    if axioms is None:
-        from prover.env.repl_session import error_messages
-        errors = error_messages(answer)
-        why = errors[0] if errors else "no `depends on axioms` line"
-        return Verdict(False, f"#print axioms {name}: {why}", native_decide_allowed=allow_native_decide,
-                       name=name)
-    problem = axioms_problem([a for a in axioms if a not in also_allowed], allow_native_decide)
-    return Verdict(problem is None, problem, axioms, allow_native_decide, name)
+def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, replay: Replay | None,
+                       timeout: float | None, label: str | None) -> Verdict:
+    """Steps 3 and 4 (see the module docstring), each only while nothing has failed yet."""
+    if _settled(ev, label) or command is None or env is None:
+        return decide(ev, label)
+    if ev.kernel_required:
+        if replay is None:
+            return decide(ev, label)  # unverified: the kernel replay is required and cannot run
+        reason, replayed = replay(env)
+        ev = replace(ev, kernel=reason)
+        if reason or replayed is None:
+            return decide(ev, label)
+        env = replayed
+    answers = {d: axioms_answer(command(f"#print axioms {d}", env=env, timeout=timeout), d)
+               for d in ev.declarations}
+    return decide(replace(ev, axioms=answers), label)
+
+
+def _settled(ev: Evidence, name: str | None) -> bool:
+    """Whether the evidence so far already decides (a failure): no need to ask Lean more."""
+    verdict = decide(ev, name)
+    return verdict.missing is None
+
+
+def sorry_warnings_in(answer: dict, text: str, names: Sequence[str]) -> list[str]:
+    """Which of the declarations `names` of the file `text` have a "declaration uses 'sorry'"
+    warning inside their own span (Lean places it at the declaration's name)."""
+    from prover.env.repl_session import SORRY_WARNING
+    scanned = LeanFile.scan(text, "")
+    spans = [(d.name, d.start, d.end) for d in scanned.declarations if d.name in set(names)]
+    hits: list[str] = []
+    for m in answer.get("messages", []):
+        if m.get("severity") != "warning" or SORRY_WARNING not in str(m.get("data", "")):
+            continue
+        pos = m.get("pos") or {}
+        at = scanned.index(pos.get("line", 0), pos.get("column", 0))
+        for decl, start, end in spans:
+            if at is not None and start <= at < end and decl not in hits:
+                hits.append(decl)
+    return hits
+
+
+def check_file(run_file: Callable[[Path], dict], command: Command | None, replay: Replay | None,
+               path: Path, patched: bytes, decls: Sequence[str | None], tactics: Sequence[Sequence[str]],
+               allow_native_decide: bool = False, kernel_replay: bool = True,
+               timeout: float | None = None) -> Verdict:
+    """The verdict on proofs patched into a project file (`patched`: the file with them in
+    place of their sorries; `decls`: each proof's declaration, None for an example; `tactics`:
+    each proof's tactics). See the module docstring: the file elaborates with no error, each
+    patched declaration is free of sorry and its axioms are standard, and the kernel replays
+    the file's environment. The file is elaborated from a temporary copy beside it (same
+    folder, so the same project), removed afterwards."""
+    import tempfile
+    problem = next((p for p in map(tactic_text_problem, tactics) if p is not None), None)
+    ev = Evidence(SOURCE_REPL, allow_native_decide, text_problem=problem, text_checked=True,
+                  kernel_required=kernel_replay)
+    if problem is not None:
+        return decide(ev)
+    with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=path.parent, prefix=".prover-check-",
+                                     delete=False) as f:
+        f.write(patched)
+    try:
+        answer = run_file(Path(f.name))
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+    named = [d for d in decls if d]
+    text = patched.decode("utf-8", errors="replace")
+    ev = lean_evidence(ev, answer, sorry_warnings_in(answer, text, named), count_sorries=False)
+    ev = replace(ev, declarations=tuple(named) if len(named) == len(decls) else ())
+    return _axioms_and_kernel(ev, answer.get("env"), command, replay, timeout, ", ".join(named) or None)

@@ -24,7 +24,7 @@ from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.utils.batching import BatchingConfig
 from prover.search.project_premises import ensure_corpus
-from prover.search.components import (env_spec, generator_spec, require_env,
+from prover.search.components import (check_sources, env_spec, generator_spec, require_env,
                                       resolve_env, retriever_spec)
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
@@ -155,8 +155,10 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     env: EnvSettings = env_spec(cfg)
     if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
         memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
+    tasks = load_tasks(cfg.theorems, cfg.env.repl.project)  # first: a missing theorems file is named as itself
     ensure_corpus(cfg)  # no --corpus: the premises of the project the run is on (built once)
-    tasks = load_tasks(cfg.theorems)
+    # Before run.json is written and Ray starts: the corpus parses, the models are there.
+    check_sources(retriever_spec(cfg), tactic_spec or generator_spec(cfg))
     name = run_name(cfg)
     run_dir = Path(cfg.out_dir) / name
     results = ResultsFile(run_dir / "results.jsonl")

@@ -2,8 +2,8 @@
 
 Every open node is a proof state; its priority is the cumulative log-probability of the
 tactics on the path from the root. The best open node is expanded: premises are retrieved for
-its state, the generator proposes up to `num_tactics` tactics, and each is run in the
-environment. A tactic that closes the proof ends the search; one that yields a state not seen
+its state, the generator proposes its tactics (`generator.num_tactics` of them, best first:
+the one setting, read by the generator), and each is run in the environment. A tactic that closes the proof ends the search; one that yields a state not seen
 before in this search adds an open node; a state seen before (compared whitespace-normalized)
 adds nothing, so the tree stays a tree and no state is expanded twice.
 
@@ -42,17 +42,12 @@ PROVED, FAILED, ERROR = "proved", "failed", "error"
 
 @dataclass
 class SearchConfig:
-    # Tactics tried per expansion, best first (the generator's candidate count is
-    # generator.num_samples, by default this).
-    num_tactics: int = 64
     max_expansions: int | None = None  # node budget (None: time only)
     # Time budget per theorem, counted from when the environment is open: start-up (tracing,
     # elaborating the file) has its own limit in the env's settings.
     timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        if self.num_tactics <= 0:
-            raise ValueError(f"search.num_tactics must be positive, not {self.num_tactics}")
         if self.max_expansions is not None and self.max_expansions <= 0:
             raise ValueError(f"search.max_expansions must be positive or null, not {self.max_expansions}")
         if self.timeout_s <= 0:
@@ -203,8 +198,6 @@ def _search(env: ProofEnv, premises: PremiseSource, tactics: TacticSource, cfg: 
                 key = normalize_ws(s.tactic)
                 if not key or key in tried:
                     continue
-                if len(tried) >= cfg.num_tactics:
-                    break
                 if clock() - t0 >= cfg.timeout_s:
                     raise _Stop("timeout")
                 tried.add(key)

@@ -41,7 +41,7 @@ def resolve_env(cfg: Any) -> str:
     from prover.env.lean_version import choose_env, read_toolchain
     from prover.search.theorems import MINIF2F, minif2f_toolchain
     toolchain = read_toolchain(cfg.env.repl.project)
-    if toolchain is None and cfg.theorems.source == MINIF2F:
+    if toolchain is None and cfg.theorems.source == MINIF2F and not cfg.env.repl.project:
         toolchain = minif2f_toolchain(cfg.theorems.minif2f_path)
     if cfg.env.name != ENV_REPLAY:
         cfg.env.name = choose_env(cfg.env.name, toolchain)
@@ -94,14 +94,33 @@ def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
     gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings)
     if gen.neighbors is not None and settings.exclude:
         gen.neighbors.exclude(settings.exclude)
-    return GeneratorTactics(gen, settings.num_samples, settings.method, settings.temperature,
-                            settings.batch_size, settings.max_bytes, settings.num_beams)
+    return GeneratorTactics(gen)
+
+
+def check_sources(choice: RetrieverConfig, settings: GeneratorSettings | Any) -> None:
+    """What the actors will load, checked here first, one line each: before a results folder
+    is written and Ray starts, a missing generator, a corpus that does not parse or a retriever
+    not trained is named at once, not in an actor's traceback a minute later."""
+    from prover.data.errors import UserInputError
+    if isinstance(settings, GeneratorSettings):
+        if not settings.model:
+            raise UserInputError("no tactic generator: set generator.model (or --generator) to a trained "
+                                 "generator folder (prover generator train writes …/generator/model)")
+        if not (Path(settings.model) / "config.json").exists():
+            raise UserInputError(f"no trained generator at {settings.model} (expected config.json there; "
+                                 f"prover generator train writes …/generator/model)")
+    if choice.name == NO_RETRIEVER or not choice.corpus:
+        return  # premise_source says what is missing
+    from prover.data.dataset import Dataset
+    from retriever.registry import require_trained
+    Dataset(choice.corpus, source="--corpus").corpus()  # parsed once here: a bad line is named
+    require_trained(choice.name, choice)
 
 
 def describe(settings: GeneratorSettings | Any) -> str:
     if not isinstance(settings, GeneratorSettings):
         return settings.describe()
-    return f"{settings.model} ({settings.method}, {settings.num_samples})"
+    return f"{settings.model} ({settings.method}, {settings.num_tactics})"
 
 
 def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
@@ -113,12 +132,11 @@ def retriever_spec(cfg: Any, exclude: Sequence[str] = ()) -> RetrieverConfig:
 
 
 def generator_spec(cfg: Any, exclude: Sequence[str] = ()) -> GeneratorSettings:
-    """A benchmark config's `generator` section as its dataclass, its candidates settled (null:
-    search.num_tactics); `exclude`: the theorems to be proved."""
+    """A benchmark config's `generator` section as its dataclass; `exclude`: the theorems to be proved."""
     g = as_object(cfg.generator)
     if not isinstance(g, GeneratorSettings):
         g = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GeneratorSettings), g))
-    return replace(g, num_samples=g.num_samples or cfg.search.num_tactics, exclude=tuple(exclude))
+    return replace(g, exclude=tuple(exclude))
 
 
 def env_spec(cfg: Any) -> EnvSettings:

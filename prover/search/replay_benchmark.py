@@ -91,10 +91,10 @@ class RecordedTactics:
 
 def replay_ceiling(tasks: Sequence[ProofTask], replay: ReplayConfig,
                    search: SearchConfig | None = None, name: str = CEILING) -> list[dict]:
-    """Results records of best-first search with each theorem's own recorded tactics proposed
-    (in process: no model, milliseconds a theorem). Default budget: 64 tactics an expansion,
-    no expansion limit, 60 s."""
-    search = search or SearchConfig(num_tactics=64, max_expansions=None, timeout_s=60.0)
+    """Results records of best-first search with each theorem's own recorded tactics proposed,
+    every one at each state (in process: no model, milliseconds a theorem). Default budget: no
+    expansion limit, 60 s."""
+    search = search or SearchConfig(max_expansions=None, timeout_s=60.0)
     out = []
     for task in tasks:
         result = best_first_search(ReplayEnv(task.theorem, replay), NoPremises(),
@@ -190,7 +190,7 @@ def markdown(result: dict) -> str:
               "already seen); budget exhausted = open states were left when the expansion or time "
               "budget ran out; error = the environment failed or a worker kept dying. "
               f"`{CEILING}`: the recorded tactics themselves proposed at every state, through the same "
-              f"search ({result['ceiling_search']['num_tactics']} tactics per expansion, expansions "
+              f"search ({_ceiling_tactics(result['ceiling_search'])}expansions "
               f"{result['ceiling_search']['max_expansions'] or 'unlimited'}, "
               f"{result['ceiling_search']['timeout_s']} s): the most any generator can prove here; "
               f"`{CEILING_IN_BUDGET}`: the same within the models' search budget. "
@@ -199,5 +199,11 @@ def markdown(result: dict) -> str:
               f"Machine: {result['machine'].get('cpu')} ({result['machine'].get('cpu_count')} cores). "
               f"Commit {result['git_commit']}.", f"Command: `{result['command']}`", ""]
     if result.get("corrections"):  # what a later session found wrong here; numbers never edited
-        lines += ["", "## Corrections", ""] + [f"- {n}" for n in result["corrections"]]
+        lines += ["", "## Corrections", ""] + [f"- {n if isinstance(n, str) else n.get('note', '')}"
+                                                for n in result["corrections"]]
     return "\n".join(lines)
+
+
+def _ceiling_tactics(search: dict) -> str:
+    """Results written before the ceiling tried every recorded tactic capped them per expansion."""
+    return f"{search['num_tactics']} tactics per expansion, " if search.get("num_tactics") else "every recorded tactic, "

@@ -119,12 +119,23 @@ def check_run_info(run_dir: Path, settings: dict, extra: dict) -> None:
     """Write run.json; on a rerun, refuse settings that differ from the first run's."""
     path = run_dir / RUN_INFO
     info = json.loads(path.read_text()) if path.exists() else {}
-    saved = info.get("settings")
+    saved = _named_now(info.get("settings"))
     if saved is not None and saved != settings:
         diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
         raise ValueError(f"{run_dir} holds results made with other settings ({', '.join(diff)} "
                          f"differ): use another --out or run name, or move that folder away")
     write_json(path, {**info, "settings": settings, **extra})  # the latest invocation's extras
+
+
+def _named_now(saved: dict | None) -> dict | None:
+    """Settings saved before tactics per expansion was one setting: `search.num_tactics` and
+    `generator.num_samples` (null: the former) are `generator.num_tactics` now."""
+    if not saved or "num_tactics" not in saved.get("search", {}):
+        return saved
+    search, generator = dict(saved["search"]), dict(saved.get("generator", {}))
+    n = search.pop("num_tactics")
+    generator["num_tactics"] = generator.pop("num_samples", None) or n
+    return {**saved, "search": search, "generator": generator}
 
 
 def summarize_run(records: list[dict], expected: int | None = None) -> dict:

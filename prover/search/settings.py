@@ -25,7 +25,10 @@ class TheoremsConfig:
     source: str = "minif2f"
     # minif2f: valid | test (null: both); a dataset folder: e.g. random/test.
     split: str | None = None
-    minif2f_path: str | None = None  # default: $PROVER_DATA/minif2f/minif2f.json
+    # minif2f: a theorem list (what `prover data theorems` writes); default: read from the
+    # miniF2F-lean4 checkout env.repl.project, else the data folder's minif2f/minif2f.json.
+    minif2f_path: str | None = None
+    cache: str = "runs/theorems"  # a checkout's theorem list, built once per state of it
     names: list[str] = field(default_factory=list)  # only these full names (empty: all)
     limit: int | None = None  # the first N (after `names`)
     # Only theorems with traced tactics (before `names` and `limit`): the replay env cannot open
@@ -105,7 +108,8 @@ class SearchBenchmarkConfig:
     theorems: TheoremsConfig = field(default_factory=TheoremsConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="none"))
-    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_samples=None))
+    # Its num_tactics is the tactics tried per expansion: ReProver's 64 unless a config says.
+    generator: GeneratorSettings = field(default_factory=lambda: GeneratorSettings(num_tactics=64))
     env: EnvSettings = field(default_factory=EnvSettings)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     ray: RayConfig = field(default_factory=RayConfig)

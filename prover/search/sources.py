@@ -96,29 +96,20 @@ class RetrieverPremises:
 
 
 class GeneratorTactics:
-    """A tactic generator held in this process: `num_samples` tactics per state."""
+    """A tactic generator held in this process, generating as its settings say (GenerateConfig:
+    `num_tactics` tactics per state, beam width, method, batch size, input budget)."""
 
-    def __init__(self, generator: TacticGenerator, num_samples: int, method: str = "beam",
-                 temperature: float = 1.0, batch_size: int = 16, max_bytes: int | None = None,
-                 num_beams: int | None = None) -> None:
+    def __init__(self, generator: TacticGenerator) -> None:
         self.generator = generator
-        self.num_samples = num_samples
-        self.num_beams = num_beams  # beam width (None: num_samples)
-        self.method = method
-        self.temperature = temperature
-        self.batch_size = batch_size
-        self.max_bytes = max_bytes or generator.input_cfg.max_bytes
+        self.max_bytes = generator.settings.max_bytes or generator.input_cfg.max_bytes
 
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
         if not requests:
             return []
         built = [self.generator.input_text(state, premises, self.max_bytes) for state, premises in requests]
-        out = self.generator.generate([text for text, _ in built], num_samples=self.num_samples,
-                                      method=self.method, temperature=self.temperature,
-                                      batch_size=self.batch_size, states=[state for state, _ in requests],
+        out = self.generator.generate([text for text, _ in built], states=[state for state, _ in requests],
                                       premises=[[p.full_name for p in ps[:kept]]
-                                                for (_, ps), (_, kept) in zip(requests, built)],
-                                      num_beams=self.num_beams)
+                                                for (_, ps), (_, kept) in zip(requests, built)])
         return [[Suggested(s.tactic, float(s.logprob)) for s in row] for row in out]
 
 

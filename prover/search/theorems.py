@@ -2,13 +2,16 @@
 
 Every source becomes `ProofTask`s holding a `prover.data.theorem.Theorem` (url, commit, file
 path, full name, position, and the traced tactics when the source has them: only ReplayEnv
-uses those). MiniF2F theorems come from `minif2f/minif2f.json` of the shared data: its `url`
-and `commit` name the miniF2F-lean4 repository LeanDojo opens them in.
+uses those). MiniF2F theorems come from the miniF2F-lean4 checkout the run is on
+(`env.repl.project`), read from its source once per state of the checkout
+(`prover.tracing.project_theorems`, cached under `theorems.cache`); or from a theorem list
+file in the same layout (`theorems.minif2f_path`, what `prover data theorems` writes), else
+`minif2f/minif2f.json` in the data folder. Its `url` and `commit` name the repository LeanDojo
+opens them in.
 """
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from prover.data.errors import DataError
 from prover.data.jsonio import iter_jsonl, load_json, resolve
 from prover.data.theorem import Theorem, load_theorems, parse_theorem
 from prover.env.repl_env import ReplTarget
+from prover.env.source_target import FilePlan
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +50,9 @@ class ProofTask:
 
 
 def default_data_root() -> Path:
-    """`$PROVER_DATA`, else `../shared/data` (the layout the README describes)."""
-    return Path(os.environ.get("PROVER_DATA", "../shared/data"))
+    """The data folder (`prover.data.location.data_dir`)."""
+    from prover.data.location import data_dir
+    return data_dir()
 
 
 def load_minif2f(path: str | Path, split: str | None = None) -> list[ProofTask]:
@@ -66,15 +71,44 @@ def load_minif2f(path: str | Path, split: str | None = None) -> list[ProofTask]:
         if split is not None and t.get("split") != split:
             continue
         thm = _theorem_from_ref({**t, "url": data["url"], "commit": data["commit"]}, src, i)
-        target = (ReplTarget(thm.full_name, t.get("header") or "", t["statement"])
+        target = (ReplTarget(thm.full_name, header_commands(t.get("header") or ""), t["statement"])
                   if t.get("statement") else None)
         tasks.append(ProofTask(thm, MINIF2F, t.get("split"), target))
     return tasks
 
 
+def header_commands(header: str) -> tuple[str, ...]:
+    """A header as the commands the REPL elaborates in turn, as a LeanDojo record's
+    (`prover.env.source_target`): the import lines first, elaborated once per REPL for every
+    theorem with the same imports, then the rest."""
+    if not header.strip():
+        return ()
+    return FilePlan.of(header).header(len(header))
+
+
+def load_minif2f_project(project: str | Path, split: str | None, cache: str | Path) -> list[ProofTask]:
+    """MiniF2F's theorems from a miniF2F-lean4 checkout (those of MiniF2F/Valid and MiniF2F/Test),
+    read from its source, or from `cache` when the checkout has not changed since."""
+    from prover.tracing.project_theorems import cached_theorem_list
+    tasks = [t for t in load_minif2f(cached_theorem_list(project, cache), split) if t.split]
+    if not tasks:
+        raise DataError(str(project), "no theorem in MiniF2F/Valid or MiniF2F/Test: --theorems minif2f "
+                        "needs env.repl.project to be a miniF2F-lean4 checkout")
+    return tasks
+
+
+def minif2f_list(minif2f_path: str | None) -> Path:
+    """The MiniF2F theorem list file: the one given, else `minif2f/minif2f.json` of the data folder."""
+    return Path(minif2f_path) if minif2f_path else default_data_root() / "minif2f" / "minif2f.json"
+
+
 def minif2f_toolchain(path: str | Path | None = None) -> str | None:
-    """The Lean toolchain MiniF2F's records pin (its `lean_toolchain` field)."""
-    data = load_json(path or default_data_root() / "minif2f" / "minif2f.json")
+    """The Lean toolchain MiniF2F's records pin (its `lean_toolchain` field); None when no
+    path is given and the data folder holds no list."""
+    path = minif2f_list(str(path) if path else None)
+    if not path.exists() and not path.with_name(path.name + ".gz").exists():
+        return None
+    data = load_json(path)
     return data.get("lean_toolchain") if isinstance(data, dict) else None
 
 
@@ -98,9 +132,19 @@ def load_list(path: str | Path) -> list[ProofTask]:
             for lineno, obj in iter_jsonl(path)]
 
 
-def load_source(source: str, split: str | None = None, minif2f_path: str | None = None) -> list[ProofTask]:
+def load_source(source: str, split: str | None = None, minif2f_path: str | None = None,
+                project: str | None = None, cache: str | Path = "runs/theorems") -> list[ProofTask]:
+    """The theorems of `source`; for MiniF2F: the list file `minif2f_path` when given, else
+    those of the checkout `project`, else the data folder's list."""
     if source == MINIF2F:
-        return load_minif2f(minif2f_path or default_data_root() / "minif2f" / "minif2f.json", split)
+        if not minif2f_path and project:
+            return load_minif2f_project(project, split, cache)
+        path = minif2f_list(minif2f_path)
+        if not minif2f_path and not path.exists() and not path.with_name(path.name + ".gz").exists():
+            raise DataError(str(path), "not found: --theorems minif2f reads the theorems of a miniF2F-lean4 "
+                            "checkout, env.repl.project=PATH/TO/miniF2F-lean4 (or theorems.minif2f_path=FILE "
+                            "written by prover data theorems)")
+        return load_minif2f(path, split)
     path = Path(source)
     if path.is_dir():
         if not split:
@@ -126,9 +170,10 @@ def _head(path: Path, n: int = 1024) -> str:
         return f.read(n).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
-def load_tasks(cfg: Any) -> list[ProofTask]:
-    """The benchmark's theorems (`cfg` is a TheoremsConfig), filtered by names, then limited."""
-    tasks = load_source(cfg.source, cfg.split, cfg.minif2f_path)
+def load_tasks(cfg: Any, project: str | None = None) -> list[ProofTask]:
+    """The benchmark's theorems (`cfg` is a TheoremsConfig), filtered by names, then limited;
+    `project`: the Lean project the run is on (env.repl.project), where MiniF2F's are read."""
+    tasks = load_source(cfg.source, cfg.split, cfg.minif2f_path, project, getattr(cfg, "cache", "runs/theorems"))
     if getattr(cfg, "traced_only", False):
         kept = [t for t in tasks if t.theorem.traced_tactics]
         log.info("%d of %d theorems have traced tactics (traced_only)", len(kept), len(tasks))

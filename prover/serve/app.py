@@ -1,6 +1,6 @@
 """The HTTP face of a `SearchService`: FastAPI routes, JSON errors, and the web page.
 
-    POST /search               {state, k, rerank, retriever, file_path, position, imports}
+    POST /search               {state, k, rerank, retriever, mode, file_path, position, imports}
                                -> ranked premises (accessible ones only, with a context)
     POST /generate             LeanCopilot: {name, input, prefix} -> {outputs: [{output, score}]}
     POST /encode               LeanCopilot: {name, input} -> {outputs: [float, ...]}
@@ -53,6 +53,12 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     """One line per problem, naming the field: pydantic's list is hard to read in a page."""
     parts, first = [], None
     for err in exc.errors():
+        if err.get("type") == "json_invalid":  # its loc is a character offset, not a field
+            at = [x for x in err.get("loc", ()) if isinstance(x, int)]
+            reason = (err.get("ctx") or {}).get("error") or err.get("msg", "invalid")
+            parts.append(f"body: not valid JSON ({reason}{f' at character {at[0]}' if at else ''})")
+            first = first or "body"
+            continue
         loc = [str(x) for x in err.get("loc", ()) if x != "body"]
         first = first or (loc[0] if loc else None)
         parts.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")
@@ -107,7 +113,8 @@ def create_app(service: SearchService) -> FastAPI:
         """The k premises most useful for the state, best first. With `file_path` (and
         `position`) or `imports`, only the premises accessible there."""
         # The model runs on the service's own thread; awaiting keeps this loop serving others.
-        result = await asyncio.wrap_future(service.submit(req.state, req.k, req.rerank, req.retriever,
+        name = "informal" if req.mode == "informal" else req.retriever
+        result = await asyncio.wrap_future(service.submit(req.state, req.k, req.rerank, name,
                                                           req.file_path, req.position, req.imports))
         c = result.context
         context = None if c is None else ContextOut(
@@ -116,7 +123,9 @@ def create_app(service: SearchService) -> FastAPI:
         return SearchResponse(retriever=result.retriever, rerank=result.rerank, k=result.k,
                               took_ms=round(result.seconds * 1000, 2), generation=result.generation,
                               context=context,
-                              results=[Hit.ranked(i, h) for i, h in enumerate(result.hits, start=1)])
+                              results=[Hit.ranked(i, h, result.matched[i - 1] if result.matched else None,
+                                                  result.docs[i - 1] if result.docs else "")
+                                       for i, h in enumerate(result.hits, start=1)])
 
     @app.post("/generate", response_model=GenerateResponse, responses=QUEUED)
     async def generate(req: GenerateRequest, response: Response) -> GenerateResponse:

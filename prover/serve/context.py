@@ -9,6 +9,7 @@ position. Files may be named as in the corpus (`Mathlib/Data/Nat/Basic.lean`), a
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +19,17 @@ from retriever.base import Context, ImportsContext, TheoremContext
 
 # "The whole file": a position after any declaration (accessible_mask compares end positions).
 END_OF_FILE = (1_000_000_000, 0)
-EXAMPLE_NAMES = "a corpus path such as Mathlib/Data/Nat/Basic.lean or a module such as Mathlib.Data.Nat.Basic"
+def example_names(corpus: Corpus, asked: str = "") -> str:
+    """How to name a file of this corpus, with one of its own files (the closest to what was
+    asked, else its first Mathlib file) as a path and as a module."""
+    import difflib
+    close = difflib.get_close_matches(asked, corpus.files, n=1, cutoff=0.8) if asked.strip() else []
+    path = close[0] if close else next((f for f in corpus.files if f.startswith("Mathlib/")),
+                                       corpus.files[0] if corpus.files else "")
+    if not path:
+        return "a corpus path or module (this corpus has no files)"
+    module = re.sub(r"^\.lake/packages/[^/]+/", "", path).removesuffix(".lean").replace("/", ".")
+    return f"a corpus path such as {path} or a module such as {module}"
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,7 @@ def _in_file(corpus: Corpus, name: str, position: Sequence[int] | None) -> Resol
     f = corpus.find_file(name) if name.strip() else None
     if f is None:
         raise BadRequest(f"file {name!r} is not in the corpus ({len(corpus.files):,} files); give "
-                         f"{EXAMPLE_NAMES}", "file_path")
+                         f"{example_names(corpus, name)}", "file_path")
     if position is not None and (len(position) != 2 or position[0] < 1 or position[1] < 0):
         raise BadRequest(f"position must be [line, column] with line >= 1 and column >= 0, not "
                          f"{list(position)}", "position")
@@ -78,7 +89,7 @@ def _importing(corpus: Corpus, imports: Sequence[str]) -> ResolvedContext:
     if not found:
         shown = ", ".join(repr(n) for n in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         raise BadRequest(f"none of the imports is a file of the corpus ({shown or 'an empty list'}); "
-                         f"give {EXAMPLE_NAMES}", "imports")
+                         f"give {example_names(corpus, unknown[0] if unknown else '')}", "imports")
     ctx = ImportsContext(tuple(found))
     return ResolvedContext(ctx, int(ctx.accessible(corpus).sum()), imports=list(found),
                            unknown_imports=unknown)

@@ -69,10 +69,8 @@ class ServedGenerator:
         for i, prefix in enumerate(prefixes):
             by_prefix.setdefault(prefix, []).append(i)
         for prefix, idx in by_prefix.items():
-            rows = self.model.generate([texts[i] for i in idx], num_samples=self.cfg.num_samples,
-                                       method=self.cfg.method, temperature=self.cfg.temperature,
-                                       batch_size=len(idx), prefix=prefix,
-                                       states=[states[i] for i in idx], num_beams=self.cfg.num_beams)
+            rows = self.model.generate([texts[i] for i in idx], batch_size=len(idx), prefix=prefix,
+                                       states=[states[i] for i in idx])
             for i, row in zip(idx, rows):
                 out[i] = row
         return out  # type: ignore[return-value]
@@ -93,14 +91,14 @@ def load_generators(cfgs: Sequence[Any], device: str) -> dict[str, ServedGenerat
                                  f"(<run_dir>/generator/model)")
         if cfg.method not in METHODS:
             raise UserInputError(f"{where}.method must be beam or sampling, not {cfg.method!r}")
-        if (cfg.num_samples or 0) < 1 or cfg.batching.max_batch_size < 1 or cfg.batching.max_queued < 0 \
+        if cfg.num_tactics < 1 or cfg.batching.max_batch_size < 1 or cfg.batching.max_queued < 0 \
                 or (cfg.premises is not None and cfg.premises.k < 1):
-            raise UserInputError(f"{where}: num_samples, batching.max_batch_size and premises.k must be "
+            raise UserInputError(f"{where}: num_tactics, batching.max_batch_size and premises.k must be "
                                  f"positive, batching.max_queued >= 0")
         model = TacticGenerator.load(cfg.model, device=pick_device(device), generate=cfg)
         model.model.eval()
         served[cfg.name] = ServedGenerator(cfg, model)
-        log.info("generator %r from %s (%s, %d samples)", cfg.name, cfg.model, cfg.method, cfg.num_samples)
+        log.info("generator %r from %s (%s, %d tactics)", cfg.name, cfg.model, cfg.method, cfg.num_tactics)
     return served
 
 

@@ -116,21 +116,40 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Retriever
     return {name: built[name] for name in names}
 
 
+def load_car_setting(cfg: Any) -> bool | None:
+    """`load_car`, or the old key `rerank` it replaced (said once, with what it means now)."""
+    old = OmegaConf.select(cfg, "rerank") if OmegaConf.is_config(cfg) else getattr(cfg, "rerank", None)
+    new = OmegaConf.select(cfg, "load_car") if OmegaConf.is_config(cfg) else getattr(cfg, "load_car", None)
+    if old is not None:
+        log.warning("serve config key `rerank` is now `load_car` (it loads CAR so that requests may ask "
+                    "for re-ranking); read as load_car=%s", str(bool(old)).lower())
+        return new if new is not None else bool(old)
+    return new
+
+
+def car_dir_of(run_dir: Path | None, registry_cfg: RetrieverConfig) -> Path | None:
+    """The CAR model folder a served run would load: the one trained over the training
+    config's first stage (car.first_stage), which re-ranks every first stage."""
+    if run_dir is None:
+        return None
+    from retriever.models.car import car_run_dir
+    from retriever.registry import training_config
+    return car_run_dir(run_dir, training_config(registry_cfg).car.first_stage) / "model"
+
+
 def build_rerankers(first_stages: dict[str, Retriever], run_dir: Path | None, registry_cfg: RetrieverConfig,
                     device: str) -> dict[str, Retriever]:
-    """CFR+CAR as the registry builds it (same k1/k2), and CAR over every other first stage."""
+    """CFR+CAR as the registry builds it (same k1), and CAR over every other first stage."""
     from retriever.models.car import CARScorer, RerankRetriever
     from retriever.registry import training_config
-    from retriever.models.car import car_run_dir
     from prover.utils.device import pick_device
     tc = training_config(registry_cfg)
-    # The CAR trained over the config's first stage (car.first_stage) serves every first stage.
-    car_dir = car_run_dir(run_dir, tc.car.first_stage) / "model" if run_dir else None
+    car_dir = car_dir_of(run_dir, registry_cfg)
     if car_dir is None or not (car_dir / "config.json").exists():
         raise UserInputError(f"no trained CAR at {car_dir}: run `prover retriever train-car`, or "
-                             f"set rerank=false to serve without re-ranking")
+                             f"set load_car=false to serve without re-ranking")
     scorer = CARScorer.from_pretrained(car_dir, pick_device(device))
-    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.k2, tc.car.first_stage_weight)
+    return {name: RerankRetriever(first, scorer, tc.car.k1, tc.car.first_stage_weight)
             for name, first in first_stages.items()}
 
 
@@ -154,7 +173,11 @@ def load(cfg: Any, index: str | None = None, corpus: str | None = None, generati
     _check_trained(registry_cfg, names, cfg.require_index)
     c = load_corpus(corpus_dir)
     first = build_first_stages(names, c, registry_cfg)
-    rerankers = build_rerankers(first, run_dir, registry_cfg, registry_cfg.device) if cfg.rerank else {}
+    load_car = load_car_setting(cfg)
+    if load_car is None:  # when the run folder has one
+        car_dir = car_dir_of(run_dir, registry_cfg)
+        load_car = bool(car_dir and (car_dir / "config.json").exists())
+    rerankers = build_rerankers(first, run_dir, registry_cfg, registry_cfg.device) if load_car else {}
     seconds = time.perf_counter() - t0
     log.info("serving %s over %d premises of %s (index %s), loaded in %.1f s",
              ", ".join(names) + (" (+car)" if rerankers else ""), len(c), corpus_dir, run_dir, seconds)

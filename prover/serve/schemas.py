@@ -7,6 +7,8 @@ unknown fields are refused, so a typo such as `top_k` says so instead of being i
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from prover.data.premise import Premise
@@ -21,6 +23,9 @@ class SearchRequest(BaseModel):
     rerank: bool = Field(False, description="Re-rank the first stage's top k1 with CAR")
     retriever: str | None = Field(None, description="First stage (default: the service's default); "
                                                     "`cfr+car` is `cfr` with rerank")
+    mode: Literal["formal", "informal"] = Field("formal", description="`informal`: `state` is plain "
+                                                "English, LaTeX, a theorem's name or a Lean-like term, "
+                                                "searched by the served `informal` retriever")
     file_path: str | None = Field(None, description="The file being worked on, a file of the corpus "
                                   "(`Mathlib/Data/Nat/Basic.lean`, `Mathlib.Data.Nat.Basic`, or a path "
                                   "ending in one): only premises accessible there are ranked")
@@ -52,10 +57,14 @@ class Hit(PremiseOut):
     rank: int
     score: float = Field(description="The retriever's score; with rerank, CAR logits for the top k1")
     index: int = Field(description="Position of the premise in the corpus")
+    doc: str = Field("", description="The declaration's docstring, where the corpus has one")
+    matched: list[str] = Field(default_factory=list, description="Informal mode: the query words this "
+                               "premise matched (`word→term` when through an identification cloud)")
 
     @classmethod
-    def ranked(cls, rank: int, r: RankedPremise) -> Hit:
-        return cls(**PremiseOut.of(r.premise).model_dump(), rank=rank, score=r.score, index=r.index)
+    def ranked(cls, rank: int, r: RankedPremise, matched: list[str] | None = None, doc: str = "") -> Hit:
+        return cls(**PremiseOut.of(r.premise).model_dump(), rank=rank, score=r.score, index=r.index,
+                   doc=doc or r.premise.doc, matched=matched or [])
 
 
 class ContextOut(BaseModel):

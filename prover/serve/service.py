@@ -42,6 +42,8 @@ class SearchResult:
     generation: int  # which load answered (it changes on reload)
     seconds: float  # from submission to answer, queueing included
     context: ResolvedContext | None = None  # where the search came from, if it said
+    matched: list[list[str]] | None = None  # informal search: each hit's matched query words
+    docs: list[str] | None = None  # informal search: each hit's docstring (joined from its docs)
 
 
 class SearchService:
@@ -103,7 +105,7 @@ class SearchService:
                              f"{', '.join(self.retriever_names())}", "retriever")
         if rerank and not self._loaded.rerankers:
             raise BadRequest("re-ranking is not available: the service was started without a CAR "
-                             "model (rerank=false)", "rerank")
+                             "model (load_car=false, or none in the run folder)", "rerank")
         return name, rerank
 
     def _check_text(self, text: str, field: str) -> None:
@@ -227,9 +229,15 @@ class SearchService:
                 [items[i][0] for i in todo], max(items[i][1] for i in todo),
                 [items[i][2].context if items[i][2] is not None else None for i in todo])
             done = time.perf_counter()
+            retriever = loaded.get(name, rerank)
             for i, hits in zip(todo, ranked):
-                _, k, c, t0 = items[i]
-                out[i] = SearchResult(name, rerank, k, hits[:k], loaded.generation, done - t0, c)
+                state, k, c, t0 = items[i]
+                why = None
+                if hasattr(retriever, "matched"):  # the informal retriever says why each hit matched
+                    why = (retriever.matched(state, [h.index for h in hits[:k]]),
+                           [retriever.docs[h.index] for h in hits[:k]])
+                out[i] = SearchResult(name, rerank, k, hits[:k], loaded.generation, done - t0, c,
+                                      *(why or (None, None)))
         with self._stats_lock:
             self._counts["searches"] += len(todo)
         return out

@@ -20,7 +20,7 @@ class LimitsConfig:
 @dataclass
 class GeneratorServeConfig(GenerateConfig):
     """A tactic generator answering LeanCopilot's `POST /generate` under `name`, generating as
-    the GenerateConfig it extends says (num_samples: tactics asked for per request, distinct
+    the GenerateConfig it extends says (num_tactics: tactics asked for per request, distinct
     ones returned best first; its batch_size is not read: a batch is what queued, below)."""
 
     name: str = "generator"  # what LeanCopilot's ExternalGenerator sends as `name`
@@ -29,7 +29,7 @@ class GeneratorServeConfig(GenerateConfig):
     # `cfr+car`, ...), `k` how many. Only these two are read: the served retrievers are built
     # from the service's `retriever`. None: the state alone, as LeanCopilot's own generator sees it.
     premises: RetrieverConfig | None = None
-    # The one batching type. States per model call: beam search decodes num_samples sequences per
+    # The one batching type. States per model call: beam search decodes num_beams sequences per
     # state, so batches are smaller than the retrievers' (8). Requests waiting behind the running
     # batch: past max_queued a request gets 503 and Retry-After, which bounds the wait to about
     # (max_queued / max_batch_size + 1) batch times (0: no bound). A batch is what queued, no wait.
@@ -56,7 +56,7 @@ class ServeConfig:
     # - run_dir: a retriever run folder (`run_dir` of configs/retriever/*.yaml: cfr/model,
     #   cfr/index, car/model), or its cfr/index folder (`--index`). Only trained retrievers need it.
     # - corpus: the LeanDojo dataset folder (corpus.jsonl[.gz]) the index was built from (`--corpus`).
-    # - models: the retriever training YAML the models came from (its car.k1/k2, lengths); optional.
+    # - models: the retriever training YAML the models came from (its car.k1, lengths); optional.
     # - device: where the models run.
     # - name: the retriever a request without one gets; it must be one of `retrievers`. Empty
     #   (the default): the first of `retrievers`.
@@ -64,7 +64,12 @@ class ServeConfig:
     retriever: RetrieverConfig = field(default_factory=_served_retriever)
     # First-stage retrievers served (registry names); `rerank: true` in a request puts CAR on top.
     retrievers: list[str] = field(default_factory=lambda: ["cfr", "bm25"])
-    rerank: bool = True  # load <retriever.run_dir>/car/model so requests may ask for re-ranking
+    # Load the CAR re-ranker of the run folder (<retriever.run_dir>/car/model, or car-<name> for
+    # the config's car.first_stage), so that requests may ask for re-ranking: true requires it,
+    # false never loads it, null (the default) loads it when the run folder has one. CAR is no
+    # part of the shipped first stage (configs/retriever/cpu.yaml trains none).
+    load_car: bool | None = None
+    rerank: bool | None = None  # the old name of load_car, read with a warning
     # Tactic generators for LeanCopilot's POST /generate (none: /generate answers 404). The
     # served dense retrievers (cfr, cfr-conventional, reprover) answer POST /encode by name.
     generators: list[GeneratorServeConfig] = field(default_factory=list)

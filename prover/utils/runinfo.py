@@ -132,7 +132,7 @@ def partial_note(summary: dict) -> str:
     """"" for a run that reached its planned step; else what the results say of its model."""
     if stopped_by(summary) != "budget":
         return ""
-    planned = summary.get("planned_steps", summary.get("total_steps"))
+    planned = summary.get("planned_steps", summary.get("total_steps", summary.get("max_steps")))
     return f"partial: stopped by its budget at step {summary.get('steps')} of {planned or 'an unrecorded number'}"
 
 

@@ -24,7 +24,7 @@ from prover.data.corpus import Corpus
 from prover.data.pairs import gold_indices
 from prover.data.theorem import Theorem
 from retriever.base import Context, RankedPremise, Retriever, top_k
-from retriever.baselines.priors import LocalityRetriever
+from retriever.baselines.priors import LocalityRetriever, evidence
 from retriever.baselines.bm25 import PostingScorer
 from retriever.baselines.lean_tokens import lean_tokens
 
@@ -97,6 +97,9 @@ class NeighborUsageRetriever(Retriever):
         premises, v = self.sparse_votes(state)
         out[premises] = v
         return out
+
+    def file_free(self, hits: list[RankedPremise]) -> list[RankedPremise]:
+        return evidence(hits)  # the votes, not the locality order after them
 
     def retrieve(self, states: Sequence[str], k: int,
                  contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:

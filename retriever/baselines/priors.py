@@ -24,6 +24,16 @@ from prover.data.theorem import Theorem
 from retriever.base import Context, RankedPremise, Retriever, TheoremContext
 
 
+# `ranked_after` scores a prior's own evidence (use counts, neighbours' votes) above this and
+# locality's fill at or below it.
+LOCALITY_FILL = 1.0
+
+
+def evidence(hits: list[RankedPremise]) -> list[RankedPremise]:
+    """The hits a prior ranked by its own evidence, without locality's fill after them."""
+    return [h for h in hits if h.score > LOCALITY_FILL]
+
+
 class ContextRetriever(Retriever):
     """A retriever whose scores depend on the query's theorem context, not on its state."""
 
@@ -121,7 +131,7 @@ class LocalityRetriever(ContextRetriever):
         return -self.order(ctx)[1].astype(np.float64)
 
     def tie_breaker(self, ranks: np.ndarray) -> np.ndarray:
-        """Locality's -rank mapped into (0, 1]: below any count or vote of 1 or more, so it
+        """Locality's -rank mapped into (0, LOCALITY_FILL]: below any count or vote of 1 or more, so it
         only orders premises that nothing else tells apart."""
         n = len(self.corpus)
         return (n - ranks.astype(np.float64)) / (n + 1)
@@ -163,6 +173,9 @@ class LocalityRetriever(ContextRetriever):
     def context_scores(self, state: str, ctx: Context | None) -> np.ndarray:
         return self.locality_scores(ctx)
 
+    def file_free(self, hits: list[RankedPremise]) -> list[RankedPremise]:
+        return []  # no file, no locality: the corpus's own order is no evidence
+
     def retrieve(self, states: Sequence[str], k: int,
                  contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:
         if len(states) != len(contexts):
@@ -202,6 +215,9 @@ class UsageRetriever(ContextRetriever):
         self.counts = {path: (np.fromiter(c.keys(), dtype=np.int64, count=len(c)),
                               np.fromiter(c.values(), dtype=np.float64, count=len(c)))
                        for path, c in usage_counts(training_theorems, corpus).items()}
+
+    def file_free(self, hits: list[RankedPremise]) -> list[RankedPremise]:
+        return evidence(hits)
 
     def used(self, ctx: Context | None) -> tuple[np.ndarray, np.ndarray]:
         """(premises the file's training proofs used, their counts), unordered."""

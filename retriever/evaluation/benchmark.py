@@ -46,6 +46,18 @@ for _first in ("cfr", "cfr-conventional"):
 log = logging.getLogger(__name__)
 
 
+def trained_by(name: str, training: Any) -> list[str]:
+    """The training stages row `name` rests on, `training` being the retriever training config
+    whose run folder holds the models (its `fusion.members`). A fusion rests on the stages of its
+    own members (a fusion without CFR needs no pretrain and no CFR) and on its own fit."""
+    if name not in ("fusion", "fusion+car"):
+        return TRAINED_BY.get(name, [])
+    members = list(training.fusion.members)
+    stages = [s for m in members for s in TRAINED_BY.get(m, ["pretrain", m] if m.startswith("cfr") else [])]
+    stages = list(dict.fromkeys(stages)) + ["fusion"]
+    return stages + (TRAINED_BY["fusion+car"][-1:] if name == "fusion+car" else [])
+
+
 def results_stem(dataset: Dataset, split: str, tag: str = "") -> str:
     return f"retrieval-{dataset.name}-{split.replace('/', '-')}" + (f"-{tag}" if tag else "")
 
@@ -100,7 +112,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", al
             continue
         # Checked before any work: a model trained on another strategy's train split has seen
         # the evaluated theorems' proofs (random/train holds most of novel_premises/test).
-        training = training_summaries(cfg, TRAINED_BY[name]) if name in TRAINED_BY else None
+        training = training_summaries(cfg, trained_by(name, training_config(cfg))) if name in TRAINED_BY else None
         partial = require_full_training(training, allow_partial) if training else {}
         if training:
             check_trained_on(ds, cfg.data.split, training, Path(training_config(cfg).run_dir))
@@ -268,4 +280,11 @@ def _footer(result: dict) -> str:
             f"Latency: one query at a time over the first {result['config']['latency_queries']}.\n\n"
             f"Machine: {m.get('cpu')} ({m.get('cpu_count')} cores){', GPU ' + m['gpu'] if m.get('gpu') else ''}, "
             f"models on {device}. {last}Commit {result['git_commit']}.\n"
-            f"{last}Command: `{result['command']}`\n" + per_row)
+            f"{last}Command: `{result['command']}`\n" + per_row + _corrections(result))
+
+
+def _corrections(result: dict) -> str:
+    """What a later session found wrong in the file (prover/benchmarking/corrections.py), kept
+    when a resumed run rewrites its Markdown; numbers are never edited."""
+    notes = [n if isinstance(n, str) else n.get("note", "") for n in result.get("corrections") or []]
+    return ("\n## Corrections\n\n" + "".join(f"- {n}\n" for n in notes)) if notes else ""

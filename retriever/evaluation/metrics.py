@@ -51,15 +51,6 @@ def dedupe(ranked: Sequence[str]) -> list[int]:
     return keep
 
 
-def rank_by_score(names: Sequence[str], scores: Sequence[float]) -> list[str]:
-    """Names by descending score; ties keep input order so results are reproducible."""
-    if len(names) != len(scores):
-        raise ValueError("names and scores must have the same length")
-    # sorted() is stable, so equal scores keep their input order.
-    order = sorted(range(len(names)), key=lambda i: -scores[i])
-    return [names[i] for i in order]
-
-
 def graded_relevance(
     ranked_names: Sequence[str],
     ranked_modules: Sequence[str | None],

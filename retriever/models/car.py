@@ -82,7 +82,7 @@ class CARScorer:
         # Pairs per forward pass when scoring many (see `logits`): on a GPU padding is nearly
         # free and big batches are not, so there it is effectively one pass.
         self.chunk_size = 32 if self.device.type == "cpu" else 1024
-        # Saved to car.json beside max_len: training records k1, k2 and the first stage there,
+        # Saved to car.json beside max_len: training records k1 and the first stage there,
         # so a serving process can rebuild the re-ranker from the folder alone.
         self.meta = dict(meta or {})
 
@@ -189,7 +189,7 @@ class RerankRetriever(Retriever):
     `retrieve(states, k)` asks the first stage for max(k1, k) premises (accessibility is its
     job), re-scores the first k1 with CAR and returns them best first, then the first stage's
     remaining candidates in its own order, cut to k. So asking for k > k1 still gives a full
-    ranking. `k2` is how many the prover should ask for (it is not enforced here). Scores of
+    ranking. Scores of
     the re-ranked head are CAR logits, those of the tail the first stage's scores: compare
     ranks, not scores, across the two parts.
 
@@ -200,24 +200,21 @@ class RerankRetriever(Retriever):
     benchmarks/results/retrieval-mathlib-src-mini-random-val.md (cfr+car-only vs cfr+car).
     """
 
-    def __init__(self, first_stage: Retriever, scorer: CARScorer, k1: int, k2: int,
+    def __init__(self, first_stage: Retriever, scorer: CARScorer, k1: int,
                  first_stage_weight: float = 0.0) -> None:
         super().__init__(first_stage.corpus)
         self.first_stage = first_stage
         self.scorer = scorer
         self.k1 = k1
-        self.k2 = k2
         self.first_stage_weight = first_stage_weight
         self.name = f"{first_stage.name}+car"
 
     @classmethod
     def load(cls, first_stage: Retriever, path: str | Path, device: str | torch.device = "cpu",
-             k1: int | None = None, k2: int | None = None,
-             first_stage_weight: float = 0.0) -> RerankRetriever:
-        """A trained CAR folder over `first_stage`; k1/k2 default to those it was trained with."""
+             k1: int | None = None, first_stage_weight: float = 0.0) -> RerankRetriever:
+        """A trained CAR folder over `first_stage`; k1 defaults to the one it was trained with."""
         scorer = CARScorer.from_pretrained(path, device)
-        return cls(first_stage, scorer, k1 or scorer.meta.get("k1", 20), k2 or scorer.meta.get("k2", 10),
-                   first_stage_weight)
+        return cls(first_stage, scorer, k1 or scorer.meta.get("k1", 20), first_stage_weight)
 
     def head_scores(self, car: np.ndarray, first: np.ndarray) -> np.ndarray:
         """What the k1 head is ordered by: CAR logits, or their fusion with the first stage."""

@@ -26,7 +26,7 @@ from prover.data.theorem import Theorem
 from prover.utils.progress import progress_bar
 from retriever.base import Context, RankedPremise, Retriever
 from retriever.baselines.neighbors import tally, voting_states
-from retriever.baselines.priors import LocalityRetriever
+from retriever.baselines.priors import LocalityRetriever, evidence
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,9 @@ class DenseNeighborRetriever(Retriever):
             w = np.exp((sim - sim.max()) / self.temperature)
             out.append(tally(self.doc_premises, near, w))
         return out
+
+    def file_free(self, hits: list[RankedPremise]) -> list[RankedPremise]:
+        return evidence(hits)  # the votes, not the locality order after them
 
     def retrieve(self, states: Sequence[str], k: int,
                  contexts: Sequence[Context | None]) -> list[list[RankedPremise]]:

@@ -125,7 +125,13 @@ class LearnedFusionRetriever(Retriever):
         hits = [m.retrieve(states, depth, shared) for m in self.members]
         out = []
         for q in range(len(states)):
-            rankings = [[h.index for h in member[q]] for member in hits]
+            # No file (no context, or only imports): a member that orders by the file keeps
+            # only its own evidence. Its other features are then alike for every candidate,
+            # so the linear score ranks by the members that read the state (bm25, CFR, the
+            # neighbours' votes), as if the file-bound members were left out.
+            filed = isinstance(contexts[q], TheoremContext)
+            rankings = [[h.index for h in (member[q] if filed else m.file_free(member[q]))]
+                        for m, member in zip(self.members, hits)]
             cand, feats = rank_features(rankings, self.model.depth)
             scores = self.model.score(feats)
             best = order(cand, scores)[:k]

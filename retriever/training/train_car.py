@@ -127,12 +127,12 @@ def _epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[np.nd
 # The run
 
 def validate(scorer: CARScorer, first_stage: Retriever, queries: Sequence[PremiseQuery],
-             k1: int, k2: int, first_stage_weight: float = 0.0) -> dict[str, float]:
+             k1: int, first_stage_weight: float = 0.0) -> dict[str, float]:
     """Metrics of the re-ranked list (R@1/5/10, MRR, ...) on `queries`, ordered as the
     registry's cfr+car orders it (so the kept model is the best deployed one)."""
     if not queries:
         return {}
-    rr = RerankRetriever(first_stage, scorer, k1, k2, first_stage_weight)
+    rr = RerankRetriever(first_stage, scorer, k1, first_stage_weight)
     return evaluate(rr, queries, ks=(1, 5, 10), rankings_k=10).metrics
 
 
@@ -172,7 +172,7 @@ class CARStage(Stage):
         return len(examples) * (1 + self.c.negatives)
 
     def evaluate(self, extra: dict) -> dict[str, float]:
-        return validate(self.scorer, self.first_stage, self.val, self.c.k1, self.c.k2, self.c.first_stage_weight)
+        return validate(self.scorer, self.first_stage, self.val, self.c.k1, self.c.first_stage_weight)
 
     def save(self, run: RunDir, metrics: dict[str, float]) -> None:
         self.scorer.save_pretrained(run.model_dir)
@@ -238,7 +238,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
              len(pairs), len(data), c.negatives, len(val))
     scorer = CARScorer.from_encoder(init_path, c.max_len, c.score_batch_size, device, c.attention_dropout,
                                     c.truncation_side)
-    scorer.meta = {"k1": c.k1, "k2": c.k2, "first_stage": first_stage.name}
+    scorer.meta = {"k1": c.k1, "first_stage": first_stage.name}
     stage = CARStage(cfg, scorer, data, first_stage, val)
     result = fit(stage, run, device, workers, cfg.seed, cfg.trainer)
     if not workers.main:

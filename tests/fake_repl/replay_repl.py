@@ -21,17 +21,25 @@ Environment (all optional but the first):
   out-of-memory process). With FAKE_REPL_FAULT_ONCE (a file path) the fault fires once: the
   first time creates that file, and a restarted REPL then behaves.
 
-Three requests our REPL env makes have no transcript; they are answered by rules, each one
+Four requests our REPL env makes have no transcript; they are answered by rules, each one
 stated here, and nothing else is:
 - a tactic `set_option maxHeartbeats N in` + newline + T is answered as T (a heartbeat limit
   changes Lean's answer only for a tactic that runs out of heartbeats, and no recorded one does);
 - the verifier's re-check `theorem [NS.]prover_check_<hex> REST` is answered as the recorded
   command on the same state that is identical but for its declaration's name (`theorem|lemma
   NAME REST` or `example REST`): a fresh name does not change how Lean elaborates a proof;
-- `#print axioms NAME` on the environment that declared NAME by such a re-check is answered
+- `#print axioms NAME` on the environment that declared NAME by such a re-check (or on its
+  kernel replay, below) is answered
   only when FAKE_REPL_AXIOMS holds a JSON list: the axioms, in the format of Lean's
   src/Lean/Elab/Print.lean (`'NAME' depends on axioms: [..]`, or `'NAME' does not depend on
   any axioms` for []). These are the test's choice, not Lean's: no transcript prints axioms.
+- the kernel replay, `{"pickleTo": P, "env": E}` then `{"unpickleEnvFrom": P}`, is answered
+  only when FAKE_REPL_KERNEL is set: pickling answers `{"env": E}` and writes P, as the
+  recorded `pickle_environment` transcripts do; unpickling, with FAKE_REPL_KERNEL=accept,
+  answers a new environment (`{"env": N}`, as recorded); with FAKE_REPL_KERNEL=reject, it does
+  what the REPL does when `Lean.Environment.replay` throws the kernel's exception, which
+  `unpickleCommandSnapshot` does not catch: the message on stderr and the process ends (exit 1).
+  Which of the two happens is the test's choice, not Lean's.
 The process protocol is the REPL's: a request is one JSON object ended by a blank line; an
 answer is the JSON text followed by a blank line.
 """
@@ -132,6 +140,20 @@ class Repl:
         self.declared: dict[int, str] = {}  # env id -> the fresh name a re-check declared in it
 
     def answer(self, request: dict) -> dict | None:
+        kernel = os.environ.get("FAKE_REPL_KERNEL")
+        if kernel and "pickleTo" in request and "env" in request and 0 <= request["env"] < len(self.envs):
+            Path(request["pickleTo"]).write_text(str(request["env"]), encoding="utf-8")
+            return {"env": request["env"]}
+        if kernel and "unpickleEnvFrom" in request and Path(request["unpickleEnvFrom"]).exists():
+            if kernel == "reject":
+                print("uncaught exception: (kernel) declaration type mismatch, 'prover_check_aux._auxLemma.1' "
+                      "has type\n  2 + 2 = 5\nbut is expected to have type\n  True", file=sys.stderr, flush=True)
+                sys.exit(1)
+            pickled = int(Path(request["unpickleEnvFrom"]).read_text(encoding="utf-8"))
+            self.envs.append(f"unpickled<{self.envs[pickled]}>")
+            if pickled in self.declared:  # the replayed constants include the re-checked theorem
+                self.declared[len(self.envs) - 1] = self.declared[pickled]
+            return {"env": len(self.envs) - 1}
         if "tactic" in request and _HEARTBEATS.match(request["tactic"]):
             request = {**request, "tactic": _HEARTBEATS.sub("", request["tactic"], count=1)}
         if "cmd" in request and (m := _PRINT_AXIOMS.match(request["cmd"].strip())):

@@ -1,0 +1,138 @@
+"""The informal retriever: BM25 over what a declaration says in words, the query expanded
+through the identification clouds (`clouds.py`).
+
+Each premise is indexed as `text.declaration_words` (name parts, statement notation in words,
+docstring words); a query (English, LaTeX, a theorem's common name or a Lean-like term) becomes
+weighted terms (`Clouds.expand`) and a premise's score is the weighted sum of its BM25 term
+scores. `matched(query, indices)` says which query words each hit matched, through which cloud.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from prover.data.corpus import Corpus
+from prover.data.errors import UserInputError
+from prover.data.jsonio import iter_jsonl
+from retriever.base import ScoringRetriever
+from retriever.informal.clouds import Clouds, formal_words
+from retriever.informal.settings import InformalConfig
+from retriever.informal.text import declaration_words, words
+
+log = logging.getLogger(__name__)
+
+
+def resolve_docs(corpus_folder: str | Path | None, docs: str | None,
+                 cache: str | Path = "runs/corpora") -> str | None:
+    """The corpus whose `doc` fields are joined: `docs` as given (a corpus folder or file, or a
+    folder of Lean sources, built once into `cache` by `prover data corpus`), else the real
+    sources beside a dataset (`<corpus_folder>/leandojo-real/source`, as mathlib-src has them),
+    else None."""
+    if docs is None:
+        source = Path(corpus_folder) / "leandojo-real" / "source" if corpus_folder else None
+        if source is None or not source.is_dir():
+            return None
+        docs = str(source)
+    path = Path(docs)
+    if not path.exists():
+        raise UserInputError(f"informal docs {path} does not exist: pass a corpus folder made by "
+                             f"`prover data corpus`, or a folder of Lean sources")
+    if path.is_dir() and not any((path / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
+        from prover.data.project_corpus import project_corpus
+        return str(project_corpus(path, cache, progress=False))
+    return str(path)
+
+
+def read_docs(path: str | Path) -> dict[str, str]:
+    """full name -> doc comment of a corpus.jsonl (or its folder) built by `prover data corpus`."""
+    p = Path(path)
+    if p.is_dir():
+        p = next((p / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (p / n).is_file()), p / "corpus.jsonl")
+    if not p.is_file():
+        raise UserInputError(f"informal.docs: {p} is not a corpus.jsonl; make one with "
+                             f"`prover data corpus SOURCE --out DIR` and point informal.docs at DIR")
+    out: dict[str, str] = {}
+    for _, row in iter_jsonl(p):
+        for prem in row.get("premises", []):
+            if prem.get("doc"):
+                out[prem["full_name"]] = prem["doc"]
+    return out
+
+
+class InformalRetriever(ScoringRetriever):
+    name = "informal"
+
+    def __init__(self, corpus: Corpus, cfg: InformalConfig | None = None,
+                 hidden: Collection[str] = (), clouds: bool = True) -> None:
+        """`hidden`: names whose docstring is neither indexed nor learned from (a benchmark's
+        queries); `clouds=False`: no query expansion (BM25 over the same text, the ablation)."""
+        super().__init__(corpus)
+        self.cfg = cfg = cfg or InformalConfig()
+        extra = read_docs(cfg.docs) if cfg.docs else {}
+        hidden = set(hidden)
+        self.docs = [("" if p.full_name in hidden else p.doc or extra.get(p.full_name, ""))
+                     for p in corpus.premises]
+        texts = [declaration_words(p.full_name, p.code, d, cfg.name_weight, cfg.doc_weight)
+                 for p, d in zip(corpus.premises, self.docs)]
+        self.clouds = (Clouds.learn(((words(d), formal_words(p.full_name, p.code))
+                                     for p, d in zip(corpus.premises, self.docs) if d),
+                                    cfg.cloud_size, cfg.cloud_min_pairs) if clouds else Clouds())
+        if not clouds:
+            self.name = "informal-no-clouds"
+        import bm25s  # here: it pulls in scipy, and configs import the settings beside this module
+        from retriever.baselines.bm25 import PostingScorer
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
+        self.bm25 = bm25s.BM25(k1=cfg.k1, b=cfg.b, method="lucene")
+        self.bm25.index([t or ["∅"] for t in texts], show_progress=False)
+        self.matrix = PostingScorer(self.bm25).matrix.tocsc()
+        log.info("informal index: %d premises, %d with a docstring, clouds from %d pairs",
+                 len(texts), sum(bool(d) for d in self.docs), self.clouds.pairs)
+
+    def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """The query's known terms: vocabulary ids, weights, the terms and their sources."""
+        expanded = self.clouds.expand(query, self.cfg.cloud_weight, self.cfg.lexicon_weight)
+        vocab = self.bm25.vocab_dict
+        known = [(t, w, src) for t, (w, src) in expanded.items() if t in vocab]
+        ids = np.asarray([vocab[t] for t, _, _ in known], dtype=np.int64)
+        return (ids, np.asarray([w for _, w, _ in known], dtype=np.float32),
+                [t for t, _, _ in known], [s for _, _, s in known])
+
+    def score(self, states: Sequence[str]) -> np.ndarray:
+        """Scores; a premise that matches no query word gets -inf, so it is never a hit (a
+        query of two rare words has fewer than k answers, not k padded with arbitrary ones)."""
+        out = np.full((len(states), len(self.corpus)), -np.inf, dtype=np.float32)
+        for i, q in enumerate(states):
+            ids, weights, _, _ = self.terms(q)
+            if len(ids):
+                row = self.matrix[:, ids] @ weights
+                out[i] = np.where(row > 0, row, -np.inf)
+        return out
+
+    def matched(self, query: str, indices: Sequence[int]) -> list[list[str]]:
+        """For each premise index, the query words it matched (`word` when matched as
+        written, `word→term` when through a cloud or the lexicon)."""
+        ids, _, terms, sources = self.terms(query)
+        if not len(ids):
+            return [[] for _ in indices]
+        sub = self.matrix[:, ids].tocsr()[np.asarray(indices, dtype=np.int64)]
+        out = []
+        for r in range(sub.shape[0]):
+            cols = sub.indices[sub.indptr[r]:sub.indptr[r + 1]]
+            out.append(sorted({sources[c] if sources[c] == terms[c] or _same(sources[c], terms[c])
+                               else f"{sources[c]}→{terms[c]}" for c in cols}))
+        return out
+
+
+def _same(word: str, term: str) -> bool:
+    from retriever.informal.text import stem
+    return stem(word) == term
+
+
+def summary(r: InformalRetriever) -> str:
+    return json.dumps({"premises": len(r.corpus), "docs": sum(bool(d) for d in r.docs),
+                       "cloud_pairs": r.clouds.pairs, "cloud_words": len(r.clouds.learned)})
