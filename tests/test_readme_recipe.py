@@ -22,12 +22,14 @@ README = (REPO / "README.md").read_text()
 
 
 def recipe_lines() -> list[list[str]]:
-    """The README's `prover retriever ...` lines that name cpu.yaml, in the README's order."""
+    """The README's `prover retriever ...` lines that name cpu.yaml, in the README's order: the
+    recipe as the stage commands write it (the section for a user with Lean repeats `pretrain`
+    on LeanDojo Benchmark 4, a `data.root=` override, which is not this recipe's data)."""
     lines = []
     for block in re.findall(r"```bash\n(.*?)```", README, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line.split("#", 1)[0])
-            if words[:2] == ["prover", "retriever"] and CPU in words:
+            if words[:2] == ["prover", "retriever"] and CPU in words and not any("=" in w for w in words):
                 lines.append(words)
     return lines
 
