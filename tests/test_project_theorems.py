@@ -103,6 +103,9 @@ def test_benchmark_minif2f_reads_the_checkout_with_no_data_folder(fake_lean, tmp
     work = tmp_path / "work" / "clone"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
+    # Ray's workers import the scripted tactics from this repository's tests package; from a
+    # folder outside it they find it only on PYTHONPATH (a local cluster inherits it).
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     assert not (work.parent / "shared").exists()
     make_fake_minif2f(fake_lean / "project")
     cfg = load_config(SearchBenchmarkConfig, None, [
