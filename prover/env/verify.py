@@ -199,8 +199,8 @@ def check_proof(command: Command, env: int | None, statement: str, tactics: Sequ
 def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, replay: Replay | None,
                        timeout: float | None, label: str | None) -> Verdict:
     """Steps 3 and 4 (see the module docstring), each only while nothing has failed yet."""
-    if _settled(ev, label) or command is None or env is None:
-        return decide(ev, label)
+    if _settled(ev, label) or command is None or env is None or not ev.declarations:
+        return decide(ev, label)  # decided, or nothing to ask: an example has no name (unverified)
     if ev.kernel_required:
         if replay is None:
             return decide(ev, label)  # unverified: the kernel replay is required and cannot run
