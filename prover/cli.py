@@ -162,6 +162,13 @@ def _config_command(sub, name: str, help: str, func,
     return cmd
 
 
+
+def _add_held_out_args(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """The held-out theorems of a dataset a command writes (trace, extract): val and test sizes, seed."""
+    parser.add_argument("--n-val", type=float, default=0.02, help=f"{what}count, or fraction if < 1")
+    parser.add_argument("--n-test", type=float, default=0.02, help=f"{what}count, or fraction if < 1")
+    parser.add_argument("--seed", type=int, default=3407)
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="prover", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -212,9 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--corpus", default=None, help="repl: a LeanDojo-format dataset (or corpus.jsonl) whose "
                        "premises resolve library names (Mathlib, ...); its files the project imports are "
                        "written into corpus.jsonl")
-    trace.add_argument("--n-val", type=float, default=0.02, help="random split: count, or fraction if < 1")
-    trace.add_argument("--n-test", type=float, default=0.02, help="random split: count, or fraction if < 1")
-    trace.add_argument("--seed", type=int, default=3407)
+    _add_held_out_args(trace, "random split: ")
     trace.set_defaults(func=_cmd_data_trace)
 
     corpus = data.add_parser("corpus", help="the premise corpus (corpus.jsonl, LeanDojo format) of a Lake "
@@ -243,9 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "the project's files do not declare")
     ext.add_argument("--exclude", default=None, help="a LeanDojo split file whose theorems (by full name) are kept "
                      "out of train, e.g. the real records held out for validation and testing")
-    ext.add_argument("--n-val", type=float, default=0.02, help="count, or fraction if < 1")
-    ext.add_argument("--n-test", type=float, default=0.02, help="count, or fraction if < 1")
-    ext.add_argument("--seed", type=int, default=3407)
+    _add_held_out_args(ext)
     ext.set_defaults(func=_cmd_data_extract)
 
     from prover.data.download import PUBLISHED
