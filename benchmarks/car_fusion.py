@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(RetrievalBenchmarkConfig, args.config, args.overrides)
     if "test" in cfg.data.split:
         log.warning("choosing settings on %s: pick them on a validation split instead", cfg.data.split)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     queries, _ = premise_queries(ds.theorems(cfg.data.split), corpus, ds.skips)
     rr = build_retriever(args.retriever, corpus, cfg)

@@ -241,7 +241,8 @@ def pack(cfg: Any, out: Path) -> dict:
     t0 = time.perf_counter()
     lease = cfg.lease
     out.mkdir(parents=True, exist_ok=True)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
 
     # The theorems scored: EM examples of each eval split (and of the split the training inputs

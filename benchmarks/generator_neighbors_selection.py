@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     t0 = time.perf_counter()
     cfg = load_config(GeneratorBenchmarkConfig, args.config, args.overrides)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     if args.select_split != "none":
         cfg.data.split = args.select_split

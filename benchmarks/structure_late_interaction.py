@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"benchmarks/structure_retrieval.py --split {args.split}")
     data = {s: pickle.loads(p.read_bytes()) for s, p in paths.items()}
     base = [m for m in cfg.fusion.members if not missing_training(m, cfg)]
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     t0 = time.perf_counter()
     scorer, trained = train(ds, args.theorems, args.cpu_minutes, int(cfg.seed))
     from prover.data.pairs import premise_queries

@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     from prover.data.dataset import Dataset
     from retriever.evaluation.evaluate import latency
     from retriever.registry import build_members, missing_training
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     untrained = {m: why for m in cfg.fusion.members if (why := missing_training(m, cfg))}
     base = [m for m in cfg.fusion.members if m not in untrained]
     with_structure = base + [STRUCTURE]

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     # Before any work: the recipe's model is the one at its planned step.
     partial = require_full_training({"generator": load_json(summary_path) if summary_path.exists() else None},
                                     args.allow_partial).get("generator")
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     stem = f"generator-{ds.name}-{cfg.data.split.replace('/', '-')}" + (f"-{cfg.results_tag}" if cfg.results_tag else "")
     out = Path(cfg.results_dir)
     json_path = out / f"{stem}.json"

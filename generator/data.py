@@ -80,7 +80,8 @@ def build_split(cfg: Any, split: str, ds: Dataset | None = None, corpus: Corpus 
             log.info("%s: %d examples already built in %s", split, stats["examples"], path)
             return path, stats
         log.info("%s: config changed since %s was built; rebuilding", split, path)
-    ds = ds or Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = ds or Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                       render_to_additive=cfg.data.render_to_additive)
     corpus = corpus or ds.corpus()
     theorems = ds.theorems(split)
     step_stats = None

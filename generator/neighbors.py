@@ -327,7 +327,8 @@ def build_for_training(cfg) -> TacticNeighbors:
     from prover.data.dataset import Dataset
     from prover.data.tactic_steps import tactic_level
     settings = NeighborsConfig(**OmegaConf.to_container(cfg.neighbors, resolve=True))
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     theorems = ds.theorems(cfg.train_split)
     if OmegaConf.select(cfg, "data.granularity", default="statement") == "tactic":
         theorems, _ = tactic_level(theorems, cfg.input.max_target_bytes)

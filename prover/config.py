@@ -42,6 +42,8 @@ class DataConfig:
     max_state_chars: int = 50_000
     # raise: the first bad record stops the run with its location; skip: count and go on.
     on_error: str = "raise"
+    # A `@[to_additive]` twin's text rendered as its own (additive) statement, not its source's.
+    render_to_additive: bool = True
 
 
 class ConfigError(ValueError):

@@ -43,7 +43,8 @@ def run_demo(config: str | None, overrides: list[str], argv: list[str] | None = 
     for stage in ("retriever", "generator", "search"):  # trained on the spot, every run
         shutil.rmtree(out / stage, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     command = "prover " + " ".join(argv or ["demo", *overrides])
     times: dict[str, float] = {}
     steps = 4

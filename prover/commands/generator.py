@@ -12,7 +12,8 @@ def run_build_data(config: str | None, overrides: list[str], splits: list[str] |
     from generator.settings import GeneratorTrainConfig
     from prover.data.dataset import Dataset
     cfg = load_config(GeneratorTrainConfig, config, list(overrides))
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     for split in splits or [cfg.train_split, cfg.val_split]:
         path, stats = build_split(cfg, split, ds, corpus, force=force)

@@ -26,7 +26,7 @@ def run_eval(config: str | None, retriever: str | None, data: str | None, split:
     # A trained retriever whose models are missing is said before minutes of data loading.
     require_trained(cfg.retriever.name, cfg)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
-                 source="--data" if data is not None else "data.root")
+                 render_to_additive=cfg.data.render_to_additive, source="--data" if data is not None else "data.root")
     corpus = ds.corpus()
     queries, no_gold = premise_queries(ds.theorems(cfg.data.split), corpus, ds.skips)
     t0 = time.perf_counter()

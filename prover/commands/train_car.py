@@ -25,7 +25,8 @@ def run_train_car(config: str | None, overrides: list[str], first_stage_name: st
     from retriever.registry import build_retriever
     from retriever.training.train_car import train_car
     first_stage_name = first_stage_name or cfg.car.first_stage
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     # Registry builders accept the training config itself (CFR finds its model under run_dir).
     first_stage = build_retriever(first_stage_name, corpus, cfg)

@@ -45,7 +45,8 @@ def run_index(config: str | None, overrides: list[str], out: str | None = None) 
     model_dir = cfr_run_dir(cfg) / "model"
     if not (model_dir / "config.json").exists():
         raise FileNotFoundError(f"no trained CFR model at {model_dir}; run `prover retriever train-cfr` first")
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     t0 = time.perf_counter()
     retriever = CFRRetriever(corpus, model_dir, cfr_config(cfg), cfg.device)

@@ -60,6 +60,7 @@ def parse_premise(obj: object, file_path: str, src: str, record: str) -> Premise
         start=_pos(obj["start"], src, record, "start"), end=_pos(obj["end"], src, record, "end"),
         kind=str(obj.get("kind", "")), code=code, args=args, goal=goal,
         doc=obj["doc"] if isinstance(obj.get("doc"), str) else "",
+        derived_from=obj["derived_from"] if isinstance(obj.get("derived_from"), str) else "",
     )
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from prover.data.additive_twins import render_twins
 from prover.data.corpus import Corpus
 from prover.data.demo import DEMO, demo_root
 from prover.data.errors import DataError, SkipLog
@@ -22,6 +23,8 @@ class Dataset:
     root: Path
     on_error: str = "raise"
     max_state_chars: int = DEFAULT_MAX_STATE_CHARS
+    # Render `@[to_additive]` twins' texts additively (`prover.data.additive_twins`).
+    render_to_additive: bool = True
     # How the user gave `root` (`--data`, `--corpus`, `data.root`): errors name it that way.
     source: str = "data.root"
 
@@ -65,6 +68,11 @@ class Dataset:
         mark = self._mark()
         corpus = Corpus.load(self.root / "corpus.jsonl", skips=self._skips())
         self._warn_skipped(self.root / "corpus.jsonl", mark)
+        if self.render_to_additive:
+            # The one place a premise's text is read for retrieval and the service: a twin's
+            # text is its own statement, not its multiplicative source's.
+            corpus.premises, n = render_twins(corpus.premises)
+            log.debug("%s: %d to_additive twins rendered additively", self.root, n)
         if not len(corpus):  # nothing to rank: every later step would fail far from the cause
             raise DataError(resolve(self.root / "corpus.jsonl"),
                             ("empty" if not corpus.files else f"{len(corpus.files)} files, no premise")

@@ -39,6 +39,7 @@ class Premise:
     args: tuple[str, ...]
     goal: str
     doc: str = ""  # the doc comment, where the corpus has one (`prover data corpus` keeps it)
+    derived_from: str = ""  # a `@[to_additive]` twin's multiplicative source, where the corpus says
 
     @property
     def args_text(self) -> str:

@@ -10,57 +10,19 @@ only (`Monoid` → `AddMonoid`, never `Prod` → `Sum`), and the caller counts i
 """
 from __future__ import annotations
 
-_NAME_DICT = {
-    "one": ["zero"], "mul": ["add"], "smul": ["vadd"], "inv": ["neg"], "div": ["sub"],
-    "prod": ["sum"], "hmul": ["hadd"], "hsmul": ["hvadd"], "hdiv": ["hsub"], "hpow": ["hsmul"],
-    "finprod": ["finsum"], "tprod": ["tsum"], "pow": ["nsmul"], "npow": ["nsmul"],
-    "zpow": ["zsmul"], "mabs": ["abs"], "monoid": ["add", "Monoid"],
-    "submonoid": ["add", "Submonoid"], "group": ["add", "Group"], "subgroup": ["add", "Subgroup"],
-    "semigroup": ["add", "Semigroup"], "magma": ["add", "Magma"], "haar": ["add", "Haar"],
-    "prehaar": ["add", "Prehaar"], "unit": ["add", "Unit"], "units": ["add", "Units"],
-    "cyclic": ["add", "Cyclic"], "rootable": ["divisible"], "semigrp": ["add", "Semigrp"],
-    "grp": ["add", "Grp"], "commute": ["add", "Commute"], "semiconj": ["add", "Semiconj"],
-    "zpowers": ["zmultiples"], "powers": ["multiples"], "multipliable": ["summable"],
-    "gpfree": ["apfree"], "quantale": ["add", "Quantale"], "square": ["even"], "mconv": ["conv"],
-    "irreducible": ["add", "Irreducible"], "mlconvolution": ["lconvolution"],
-}
+import json
+from importlib.resources import files
+
+# to_additive's dictionaries are data (`to_additive.json`), each read from Mathlib's source named there.
+DICTIONARY = json.loads(files("prover.data").joinpath("to_additive.json").read_text(encoding="utf-8"))
+_NAME_DICT: dict[str, list[str]] = DICTIONARY["name_dict"]
 # Words of a namespace guessed without the environment: the algebraic structures only (a
 # namespace `Prod` or `Pow` is not translated unless a twin of it is known).
-_STRUCTURE_WORDS = frozenset(w for w, t in _NAME_DICT.items() if len(t) == 2) | {"mul", "one", "inv", "div", "smul"}
+STRUCTURE_WORDS = frozenset(w for w, t in _NAME_DICT.items() if len(t) == 2) | {"mul", "one", "inv", "div", "smul"}
 
 # fixAbbreviation: (pieces matched, replacement), the longest patterns first.
-_ABBREVIATIONS = [(p.split(" "), r) for p, r in (
-    ("cancel Add", "addCancel"), ("Cancel Add", "AddCancel"), ("left Cancel Add", "addLeftCancel"),
-    ("Left Cancel Add", "AddLeftCancel"), ("right Cancel Add", "addRightCancel"),
-    ("Right Cancel Add", "AddRightCancel"), ("cancel Comm Add", "addCancelComm"),
-    ("Cancel Comm Add", "AddCancelComm"), ("comm Add", "addComm"), ("Comm Add", "AddComm"),
-    ("Zero LE", "Nonneg"), ("zero _ le", "nonneg"), ("zero LE", "nonneg"), ("Zero LT", "Pos"),
-    ("zero _ lt", "pos"), ("zero LT", "pos"), ("LE Zero", "Nonpos"), ("le _ zero", "nonpos"),
-    ("LT Zero", "Neg"), ("lt _ zero", "neg"), ("Add Single", "Single"), ("add Single", "single"),
-    ("add _ single", "single"), ("Add Support", "Support"), ("add Support", "support"),
-    ("add _ support", "support"), ("Add TSupport", "TSupport"), ("add TSupport", "tsupport"),
-    ("add _ tsupport", "tsupport"), ("Add Indicator", "Indicator"), ("add Indicator", "indicator"),
-    ("add _ indicator", "indicator"), ("is Even", "even"), ("Is Even", "Even"),
-    ("is Regular", "isAddRegular"), ("Is Regular", "IsAddRegular"),
-    ("is Left Regular", "isAddLeftRegular"), ("Is Left Regular", "IsAddLeftRegular"),
-    ("is Right Regular", "isAddRightRegular"), ("Is Right Regular", "IsAddRightRegular"),
-    ("Has Fundamental Domain", "HasAddFundamentalDomain"),
-    ("has Fundamental Domain", "hasAddFundamentalDomain"), ("Quotient Measure", "AddQuotientMeasure"),
-    ("quotient Measure", "addQuotientMeasure"), ("HSmul", "HSMul"), ("NSmul", "NSMul"),
-    ("Nsmul", "NSMul"), ("ZSmul", "ZSMul"), ("neg Fun", "invFun"), ("Neg Fun", "InvFun"),
-    ("unique Prods", "uniqueSums"), ("Unique Prods", "UniqueSums"), ("order Of", "addOrderOf"),
-    ("Order Of", "AddOrderOf"), ("is Of Fin Order", "isOfFinAddOrder"),
-    ("Is Of Fin Order", "IsOfFinAddOrder"), ("is Central Scalar", "isCentralVAdd"),
-    ("Is Central Scalar", "IsCentralVAdd"), ("is Scalar Tower", "vaddAssocClass"),
-    ("Is Scalar Tower", "VAddAssocClass"), ("function _ add Semiconj", "function_semiconj"),
-    ("function _ add Commute", "function_commute"), ("Zero Le Part", "PosPart"),
-    ("Le Zero Part", "NegPart"), ("zero Le Part", "posPart"), ("le Zero Part", "negPart"),
-    ("Division Add Monoid", "SubtractionMonoid"), ("division Add Monoid", "subtractionMonoid"),
-    ("Sub Neg Zero Add Monoid", "SubNegZeroMonoid"), ("sub Neg Zero Add Monoid", "subNegZeroMonoid"),
-    ("modular Character", "addModularCharacter"), ("Modular Character", "AddModularCharacter"),
-)]
-_ABBREVIATIONS.sort(key=lambda pr: -len(pr[0]))
-_END_CAPITALS = ("LE", "LT", "WF")
+_ABBREVIATIONS = sorted(((p.split(" "), r) for p, r in DICTIONARY["abbreviations"]), key=lambda pr: -len(pr[0]))
+_END_CAPITALS = tuple(DICTIONARY["end_capitals"])
 
 
 def split_case(s: str) -> list[str]:
@@ -135,7 +97,7 @@ def translate_prefix(prefix: str, known: dict[str, str]) -> tuple[str, bool]:
         head = ".".join(parts[:k])
         if head in known:
             return ".".join([known[head], *parts[k:]]), False
-    guessed = ".".join(guess_name(p, _STRUCTURE_WORDS) for p in parts)
+    guessed = ".".join(guess_name(p, STRUCTURE_WORDS) for p in parts)
     return guessed, guessed != prefix
 
 

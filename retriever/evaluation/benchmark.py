@@ -68,7 +68,8 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", al
     # The commit of the code this process runs: read before anything else, since the tree may
     # change while the data loads (the code is already imported by then).
     commit = git_commit()
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     out_dir = Path(cfg.results_dir)
     stem = results_stem(ds, cfg.data.split, cfg.results_tag)
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"

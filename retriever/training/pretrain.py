@@ -55,7 +55,8 @@ def corpus_texts(cfg: RetrieverTrainConfig) -> list[str]:
     """Training-split states (before, and after unless the proof is done) and all premises,
     formatted for the retrievers, without repeats, in a fixed order."""
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error,
-                 max_state_chars=cfg.data.max_state_chars)
+                 max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     texts: dict[str, None] = {}  # an ordered set
     for thm in ds.theorems(cfg.train_split):
         for tac in thm.traced_tactics:

@@ -180,7 +180,8 @@ class CARStage(Stage):
 
 def _car_inputs(cfg: Any, corpus: Corpus) -> tuple[list[StatePremisePair], Any, list[PremiseQuery]]:
     c = cfg.car
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     pairs, pair_stats = state_premise_pairs(ds.theorems(cfg.train_split), corpus, ds.skips)
     if c.max_train_pairs is not None and c.max_train_pairs < len(pairs):
         log.info("CAR: training on a fixed random %d of %d pairs (car.max_train_pairs)", c.max_train_pairs, len(pairs))
@@ -223,7 +224,8 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
     workers, device = begin(cfg.seed, cfg.device)
     if isinstance(first_stage, str):  # a Ray Train worker: the retriever itself does not travel
         from retriever.registry import build_retriever
-        ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+        ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                     render_to_additive=cfg.data.render_to_additive)
         first_stage = build_retriever(first_stage, ds.corpus(), cfg)
     run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
     init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")

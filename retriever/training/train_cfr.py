@@ -223,7 +223,8 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
 
 def _pairs(cfg: Any) -> tuple[Dataset, Corpus, list[StatePremisePair], PairStats]:
     """The dataset, its corpus and CFR's training pairs (as `cfr.pairs` says), with their counts."""
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     pairs, stats = state_premise_pairs(training_theorems(ds.theorems(cfg.train_split), cfr_config(cfg).pairs),
                                        corpus, ds.skips)

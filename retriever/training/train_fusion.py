@@ -40,7 +40,8 @@ def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[s
     """Per query, each member's top `fusion.depth` corpus indices; and the queries' gold sets."""
     from retriever.registry import build_members
     fc = cfg.fusion
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     theorems = ds.theorems(split)
     if fc.granularity == "tactic":

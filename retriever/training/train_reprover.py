@@ -138,7 +138,8 @@ def _train_reprover(cfg: Any) -> None:
     rc: ReProverConfig = cfg.reprover
     run = RunDir(Path(cfg.run_dir) / "reprover")
     workers, device = begin(cfg.seed, cfg.device)
-    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
+    ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
+                 render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     train_q, _ = premise_queries(ds.theorems(cfg.train_split), corpus, ds.skips)
     val_q, _ = premise_queries(ds.theorems(cfg.val_split), corpus, ds.skips)
