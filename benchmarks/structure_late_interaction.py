@@ -136,10 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     require_clean_tree(args.allow_dirty)
     cfg = load_config(RetrieverTrainConfig, args.config, list(args.overrides))
-    from prover.benchmarking.structure_members import fusion_rankings, per_query
+    from prover.benchmarking.structure_members import cache_dir, fusion_rankings, per_query
     from prover.data.dataset import Dataset
     from retriever.registry import missing_training
-    cache = Path(cfg.run_dir) / "structure-retrieval"
+    cache = cache_dir(cfg)
     paths = {s: cache / f"{s.replace('/', '-')}.pkl" for s in (FIT, args.split)}
     if not all(p.exists() for p in paths.values()):
         raise UserInputError(f"no cached member rankings under {cache}; run: python "

@@ -19,69 +19,21 @@ benchmarks/results/structure-retrieval-<dataset>-<split>.{json,md}.
 from __future__ import annotations
 
 import logging
-import pickle
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
-from prover.benchmarking.structure_members import fusion_rankings, per_query
+from prover.benchmarking.structure_members import FIT, cache_dir, fusion_rankings, per_query, rankings, split_queries
 from prover.utils.logs import setup_logging
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger("structure_retrieval")
-FIT = "random/val"
 STRUCTURE = "structure"
-# Members that give the same ranking whatever split is evaluated: built once for all splits.
-SPLIT_FREE = {"bm25", "structure", "locality"}
-
-
-def _queries(ds, split: str):
-    from prover.data.pairs import premise_queries
-    return premise_queries(ds.theorems(split), ds.corpus(), ds.skips)[0]
-
-
-def _rank(retriever, queries, depth: int) -> list[list[int]]:
-    from retriever.base import TheoremContext
-    out = []
-    for lo in range(0, len(queries), 64):
-        batch = queries[lo: lo + 64]
-        hits = retriever.retrieve([q.state for q in batch], depth,
-                                  [TheoremContext(q.file_path, q.position) for q in batch])
-        out += [[h.index for h in hs] for hs in hits]
-    return out
-
-
-def rankings(cfg, ds, split: str, members: list[str], built: dict, cache: Path) -> dict:
-    """Per member, per query of `split`, its top `fusion.depth` corpus indices (cached), the gold
-    sets and each query's theorem. `built` holds the split-free members already built."""
-    from retriever.registry import build_members
-    path = cache / f"{split.replace('/', '-')}.pkl"
-    have = pickle.loads(path.read_bytes()) if path.exists() else {"members": {}}
-    missing = [m for m in members if m not in have["members"]]
-    if not missing:
-        return have
-    queries = _queries(ds, split)
-    have["gold"] = [sorted(q.gold) for q in queries]
-    have["theorems"] = [q.theorem for q in queries]
-    member_cfg = cfg.copy()
-    OmegaConf.update(member_cfg, "data.split", split)  # usage and neighbors leave this split out
-    per_split = [m for m in missing if m not in SPLIT_FREE]
-    fresh = dict(zip(per_split, build_members(per_split, ds.corpus(), member_cfg))) if per_split else {}
-    for m in missing:
-        if m in SPLIT_FREE and m not in built:
-            built[m] = build_members([m], ds.corpus(), member_cfg)[0]
-        t0 = time.perf_counter()
-        have["members"][m] = _rank(built.get(m) or fresh[m], queries, cfg.fusion.depth)
-        log.info("%s ranked %s (%d queries) in %.0f s", m, split, len(queries), time.perf_counter() - t0)
-    cache.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(have))
-    return have
 
 
 def fallback_share(states: list[str]) -> dict:
@@ -113,14 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     from retriever.registry import build_members, missing_training
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
                  render_to_additive=cfg.data.render_to_additive)
+    corpus = ds.corpus()
     untrained = {m: why for m in cfg.fusion.members if (why := missing_training(m, cfg))}
     base = [m for m in cfg.fusion.members if m not in untrained]
     with_structure = base + [STRUCTURE]
-    cache = Path(cfg.run_dir) / "structure-retrieval"
+    cache = cache_dir(cfg)
     t0 = time.perf_counter()
-    built: dict = {STRUCTURE: build_members([STRUCTURE], ds.corpus(), cfg)[0]}
+    built: dict = {STRUCTURE: build_members([STRUCTURE], corpus, cfg)[0]}
     structure_build_s = round(time.perf_counter() - t0, 1)
-    data = {s: rankings(cfg, ds, s, with_structure, built, cache) for s in (FIT, args.split)}
+    data = {s: rankings(cfg, ds, corpus, s, with_structure, built, cache) for s in (FIT, args.split)}
     d = data[args.split]
     theorems = d["theorems"]
     ranked = {STRUCTURE: d["members"][STRUCTURE], "bm25": d["members"]["bm25"],
@@ -145,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "ci": [round(ci[0], 4), round(ci[1], 4)]})
     gain = next(c for c in comparisons if c["a"] == "fusion+structure" and c["metric"] == "R@10")
     select = args.split.endswith("/select")
-    lat_q = _queries(ds, args.split)
-    lat = {name: latency(built.get(name) or build_members([name], ds.corpus(), cfg)[0], lat_q,
+    lat_q = split_queries(ds, args.split, corpus)
+    lat = {name: latency(built.get(name) or build_members([name], corpus, cfg)[0], lat_q,
                          args.latency_queries) for name in (STRUCTURE, "bm25")}
     result = {"benchmark": "structure-retrieval", "command": command_line(), "config": to_plain(cfg),
               "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
@@ -179,7 +132,9 @@ def markdown(r: dict) -> str:
              f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
              + (" (choices are made on this split)." if "decision" in r else " once; the choice was made on "
                 "leandojo-real/select."), "",
-             f"Fusion members: {', '.join(r['members'])}."]
+             f"Fusion members: {', '.join(r['members'])}. Premise texts: to_additive twins "
+             + ("rendered as their own statements (data.render_to_additive)."
+                if r["config"]["data"].get("render_to_additive", False) else "as their multiplicative source's text.")]
     if r["left_out_untrained"]:
         lines.append("Left out of both fusions, untrained in this run: "
                      + "; ".join(f"`{m}` ({why.split(':')[0]})" for m, why in r["left_out_untrained"].items())

@@ -1,8 +1,101 @@
-"""What benchmarks/structure_retrieval.py and structure_late_interaction.py share: a query's
-R@1, R@10 and MRR from a ranking, and the fusion's rankings over cached member rankings."""
+"""What benchmarks/structure_retrieval.py, structure_late_interaction.py and additive_twins.py
+share: the member rankings of a split (cached), a query's R@1, R@10 and MRR from a ranking, and
+the fusion's rankings over cached member rankings."""
 from __future__ import annotations
 
+import logging
+import pickle
+import time
+from pathlib import Path
 from typing import Any
+
+from omegaconf import OmegaConf
+
+log = logging.getLogger(__name__)
+FIT = "random/val"
+# Members that give the same ranking whatever split is evaluated: built once for all splits.
+SPLIT_FREE = {"bm25", "structure", "locality"}
+# Members that never read a premise's text: their rankings do not depend on data.render_to_additive.
+TEXT_FREE = {"usage", "locality", "neighbors", "neighbors-tactic"}
+
+
+def cache_dir(cfg: Any) -> Path:
+    """Where member rankings are cached: per run, and per premise text (to_additive twins
+    rendered or not), since the text changes what the text members rank."""
+    rendered = bool(OmegaConf.select(cfg, "data.render_to_additive", default=True))
+    return Path(cfg.run_dir) / ("structure-retrieval" if rendered else "structure-retrieval-source-text")
+
+
+def split_queries(ds: Any, split: str, corpus: Any = None) -> list:
+    from prover.data.pairs import premise_queries
+    return premise_queries(ds.theorems(split), corpus if corpus is not None else ds.corpus(), ds.skips)[0]
+
+
+def rank(retriever: Any, queries: list, depth: int) -> list[list[int]]:
+    from retriever.base import TheoremContext
+    out = []
+    for lo in range(0, len(queries), 64):
+        batch = queries[lo: lo + 64]
+        hits = retriever.retrieve([q.state for q in batch], depth,
+                                  [TheoremContext(q.file_path, q.position) for q in batch])
+        out += [[h.index for h in hs] for hs in hits]
+    return out
+
+
+def refresh_twins(members: list, corpus: Any) -> None:
+    """A trained encoder's saved premise index holds the vectors of the texts it was built from;
+    re-encode the to_additive twins with the texts this corpus gives them (rendered or not), so
+    that every member reads the same premise text. Members without an encoder are left as they
+    are."""
+    from prover.data.additive_twins import is_twin
+    from retriever.models.faiss_index import PremiseIndex
+    twins = [i for i, p in enumerate(corpus.premises) if is_twin(p)]
+    for m in members:
+        index, encoder = getattr(m, "index", None), getattr(m, "encoder", None)
+        if not twins or not isinstance(index, PremiseIndex) or encoder is None:
+            continue
+        t0 = time.perf_counter()
+        vectors = index.vectors.copy()
+        vectors[twins] = encoder.encode_premises([corpus.premises[i] for i in twins],
+                                                 m.cfg.encode_batch_size).numpy()
+        m.index = PremiseIndex.build(vectors, index.kind, fingerprint=index.fingerprint, meta=index.meta)
+        log.info("%s: %d to_additive twins re-encoded in %.0f s", m.name, len(twins), time.perf_counter() - t0)
+
+
+def rankings(cfg: Any, ds: Any, corpus: Any, split: str, members: list[str], built: dict, cache: Path,
+             reuse: dict | None = None) -> dict:
+    """Per member, per query of `split`, its top `fusion.depth` corpus indices (cached), the gold
+    sets and each query's theorem. `corpus`: `ds.corpus()`, read once; `built`: the split-free
+    members already built; `reuse`: rankings of the same queries to take the text-free members'
+    from."""
+    from retriever.registry import build_members
+    path = cache / f"{split.replace('/', '-')}.pkl"
+    have = pickle.loads(path.read_bytes()) if path.exists() else {"members": {}}
+    missing = [m for m in members if m not in have["members"]]
+    if not missing:
+        return have
+    queries = split_queries(ds, split, corpus)
+    have["gold"] = [sorted(q.gold) for q in queries]
+    have["theorems"] = [q.theorem for q in queries]
+    if reuse is not None and reuse.get("gold") == have["gold"]:
+        for m in missing:
+            if m in TEXT_FREE and m in reuse["members"]:
+                have["members"][m] = reuse["members"][m]
+        missing = [m for m in missing if m not in have["members"]]
+    member_cfg = cfg.copy()
+    OmegaConf.update(member_cfg, "data.split", split)  # usage and neighbors leave this split out
+    per_split = [m for m in missing if m not in SPLIT_FREE]
+    fresh = dict(zip(per_split, build_members(per_split, corpus, member_cfg))) if per_split else {}
+    refresh_twins(list(fresh.values()), corpus)
+    for m in missing:
+        if m in SPLIT_FREE and m not in built:
+            built[m] = build_members([m], corpus, member_cfg)[0]
+        t0 = time.perf_counter()
+        have["members"][m] = rank(built.get(m) or fresh[m], queries, cfg.fusion.depth)
+        log.info("%s ranked %s (%d queries) in %.0f s", m, split, len(queries), time.perf_counter() - t0)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(have))
+    return have
 
 
 def per_query(ranked: list, gold: list) -> dict[str, float]:
