@@ -10,13 +10,13 @@ CFR (the members structure_retrieval.py measured, fitted on random/val) by late 
 and fits the fusion again with that ranking as a member. Scored on `--split` with intervals
 that resample theorems; on select, the rule for close calls decides. Reads the member rankings
 structure_retrieval.py cached (run it first). Writes
-benchmarks/results/structure-late-interaction-<dataset>-<split>.{json,md}.
+benchmarks/results/structure-late-interaction-<dataset>-<split>.{json,md}, and the scorer to
+<run_dir>/structure-li/ (retriever/tried/late_interaction.py registers it as `structure-li`).
 """
 from __future__ import annotations
 
 import logging
 import pickle
-import random
 import sys
 import time
 from pathlib import Path
@@ -34,94 +34,6 @@ log = logging.getLogger("structure_late_interaction")
 FIT = "random/val"
 MEMBER = "structure-li"
 HEAD = "fusion-head"
-Q_NODES, P_NODES = 48, 64
-
-
-def _pairs(ds, n: int, seed: int) -> list[tuple[str, int]]:
-    from prover.data.pairs import premise_queries
-    rng = random.Random(seed)
-    theorems = ds.theorems("random/train")
-    theorems = rng.sample(theorems, min(len(theorems), n))
-    queries = premise_queries(theorems, ds.corpus(), ds.skips)[0]
-    return [(q.state, rng.choice(sorted(q.gold))) for q in queries]
-
-
-class Scorer:
-    """The trained encoder with its vocabulary, and premise contexts parsed once."""
-
-    def __init__(self, corpus, vocab, model) -> None:
-        self.corpus, self.vocab, self.model = corpus, vocab, model
-        self.premises: dict[int, list] = {}
-
-    def premise(self, i: int) -> list:
-        from retriever.structure.encoder import node_contexts
-        from retriever.structure.optree import statement_trees
-        if i not in self.premises:
-            p = self.corpus.premises[i]
-            self.premises[i] = node_contexts(statement_trees(p.args, p.goal), False, P_NODES)
-        return self.premises[i]
-
-    @staticmethod
-    def state(text: str) -> list:
-        from retriever.structure.encoder import node_contexts
-        from retriever.structure.optree import state_trees
-        return node_contexts(state_trees(text), True, Q_NODES)
-
-    def encode(self, contexts: list, max_nodes: int):
-        from retriever.structure.encoder import tensors
-        return self.model(*tensors(contexts, self.vocab, max_nodes))
-
-    def rerank(self, state: str, candidates: list[int]) -> list[int]:
-        import torch
-        from retriever.structure.encoder import late_interaction
-        if not candidates:
-            return []
-        with torch.no_grad():
-            q, qm = self.encode([self.state(state)], Q_NODES)
-            p, pm = self.encode([self.premise(c) for c in candidates], P_NODES)
-            s = late_interaction(q, qm, p, pm)[0].numpy()
-        return [candidates[j] for j in np.argsort(-s, kind="stable")]
-
-
-def train(ds, n_theorems: int, cpu_minutes: float, seed: int, batch: int = 64) -> tuple[Scorer, dict]:
-    import torch
-    from retriever.structure.encoder import NodeEncoder, Vocab, late_interaction
-    torch.manual_seed(seed)
-    pairs = _pairs(ds, n_theorems, seed)
-    probe = Scorer(ds.corpus(), None, None)
-    states = [Scorer.state(s) for s, _ in pairs]
-    labels = [lab for ctx in states for up, kids in ctx for lab in up + kids]
-    labels += [lab for _, p in pairs for up, kids in probe.premise(p) for lab in up + kids]
-    vocab = Vocab(labels, 20000)
-    model = NodeEncoder(len(vocab))
-    scorer = Scorer(ds.corpus(), vocab, model)
-    scorer.premises = probe.premises
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
-    order = list(range(len(pairs)))
-    rng = random.Random(seed)
-    start, steps, losses = time.process_time(), 0, []
-    while time.process_time() - start < 60 * cpu_minutes:
-        rng.shuffle(order)
-        for lo in range(0, len(order) - batch + 1, batch):
-            idx = order[lo: lo + batch]
-            prem = list(dict.fromkeys(pairs[i][1] for i in idx))  # in-batch negatives, each premise once
-            q, qm = scorer.encode([states[i] for i in idx], Q_NODES)
-            p, pm = scorer.encode([scorer.premise(c) for c in prem], P_NODES)
-            target = torch.tensor([prem.index(pairs[i][1]) for i in idx])
-            loss = torch.nn.functional.cross_entropy(late_interaction(q, qm, p, pm) / 0.05, target)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            steps += 1
-            losses.append(float(loss.detach()))
-            if steps % 100 == 0:
-                log.info("step %d loss %.3f (%.0f CPU-s)", steps, np.mean(losses[-100:]), time.process_time() - start)
-            if time.process_time() - start >= 60 * cpu_minutes:
-                break
-    model.eval()
-    return scorer, {"pairs": len(pairs), "steps": steps, "batch": batch, "cpu_seconds": round(time.process_time() - start),
-                    "budget_cpu_minutes": cpu_minutes, "final_loss": round(float(np.mean(losses[-100:])), 3),
-                    "vocab": len(vocab), "stopped_by": "budget"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
                  render_to_additive=cfg.data.render_to_additive)
     t0 = time.perf_counter()
+    from retriever.tried.late_interaction import NAME, save, train
     scorer, trained = train(ds, args.theorems, args.cpu_minutes, int(cfg.seed))
+    # Saved where the registered `structure-li` (retriever.tried.late_interaction.register) loads it.
+    trained["saved_to"] = str(save(scorer, Path(cfg.run_dir) / NAME))
     from prover.data.pairs import premise_queries
     for split, d in data.items():
         queries = premise_queries(ds.theorems(split), ds.corpus(), ds.skips)[0]
