@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
               "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
               "split": args.split, "fitted_on": FIT, "n_queries": len(theorems),
               "n_theorems": len(set(theorems)), "members": members[:-1],
-              "left_out_untrained": untrained, "twins": twins["rendered"], "rows": rows,
+              "left_out_untrained": untrained, "twins": twins["source text"], "rows": rows,
               "comparisons": comparisons}
     if args.split.endswith("/select"):
         gain = next(c for c in comparisons if c["row"] == "fusion" and c["metric"] == "R@10")

@@ -3,6 +3,8 @@ without it as a member, on real states.
 
     python benchmarks/structure_retrieval.py --split leandojo-real/select   # choose
     python benchmarks/structure_retrieval.py --split leandojo-real/report   # report, once
+    python benchmarks/structure_retrieval.py --split leandojo-real/select --run-dir runs/retriever-cpu
+        # with the trained run's cfr-conventional in both fusions: the decision with CFR
 
 Each fusion is fitted on random/val, as `prover retriever train-fusion` fits the shipped one,
 and scored on `--split`: R@1, R@10 and MRR with 95% bootstrap intervals that resample
@@ -52,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", required=True, help="leandojo-real/select (choose) or leandojo-real/report")
     p.add_argument("--run-dir", default=None, help="the trained run whose models are members (default: the config's)")
     p.add_argument("--latency-queries", type=int, default=50)
+    p.add_argument("--choose", action="store_true",
+                   help="apply the rule for close calls on this split (always on leandojo-real/select; "
+                        "for a rehearsal on another split)")
     p.add_argument("--out", default="benchmarks/results", help="where the results files go")
     p.add_argument("overrides", nargs="*", help="config overrides, key=value")
     add_allow_dirty(p)
@@ -97,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                                 - metrics[b][m].mean()), 4),
                                 "ci": [round(ci[0], 4), round(ci[1], 4)]})
     gain = next(c for c in comparisons if c["a"] == "fusion+structure" and c["metric"] == "R@10")
-    select = args.split.endswith("/select")
+    select = args.split.endswith("/select") or args.choose
     lat_q = split_queries(ds, args.split, corpus)
     lat = {name: latency(built.get(name) or build_members([name], corpus, cfg)[0], lat_q,
                          args.latency_queries) for name in (STRUCTURE, "bm25")}

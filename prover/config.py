@@ -42,8 +42,10 @@ class DataConfig:
     max_state_chars: int = 50_000
     # raise: the first bad record stops the run with its location; skip: count and go on.
     on_error: str = "raise"
-    # A `@[to_additive]` twin's text rendered as its own (additive) statement, not its source's.
-    render_to_additive: bool = True
+    # A `@[to_additive]` twin's text rendered as its own (additive) statement, not its source's
+    # (prover/data/additive_twins.py). Off: on leandojo-real/select it moved the fusion's R@10 by
+    # [+0.0, +0.6] points, inside the noise (results/additive-twins-mathlib-src-leandojo-real-select.md).
+    render_to_additive: bool = False
 
 
 class ConfigError(ValueError):

@@ -78,7 +78,7 @@ def test_the_dataset_renders_behind_one_setting(tmp_path: Path) -> None:
          "end": [2, 1], "kind": "to_additive", "args": [], "goal": "a * 1 = a", "derived_from": "mul_one"}]}]
     with gzip.open(tmp_path / "corpus.jsonl.gz", "wt", encoding="utf-8") as f:
         f.write("\n".join(json.dumps(x) for x in lines) + "\n")
-    on = Dataset(tmp_path).corpus()
-    off = Dataset(tmp_path, render_to_additive=False).corpus()
+    on = Dataset(tmp_path, render_to_additive=True).corpus()
+    off = Dataset(tmp_path).corpus()  # off by default (the rule for close calls, on select)
     assert [p.goal for p in on.premises] == ["a * 1 = a", "a + 0 = a"]
     assert [p.goal for p in off.premises] == ["a * 1 = a", "a * 1 = a"]

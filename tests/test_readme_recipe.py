@@ -126,3 +126,24 @@ def test_fusion_context_benchmark_scores_the_run_with_and_without_a_file(recipe_
     assert no_file > before["R@10"]
     assert rows["fusion (no file)"]["top 10 with a corpus-head premise"] == 0.0
     assert before["top 10 with a corpus-head premise"] > 0.9
+
+
+def test_structure_and_additive_benchmarks_fuse_the_runs_cfr(recipe_run, mini_root, tmp_path):
+    """benchmarks/structure_retrieval.py and additive_twins.py with `--run-dir` of a trained run:
+    the run's cfr-conventional is a member of every fusion (none is left out), its saved twin
+    vectors are re-encoded from each premise text, and the rule for close calls names the
+    member set that wins."""
+    from conftest import benchmark_script
+    run, _ = recipe_run
+    common = ["--config", str(REPO / CPU), "--run-dir", str(run), "--split", "random/test", "--out", str(tmp_path),
+              "--allow-dirty", f"data.root={mini_root}"]
+    benchmark_script("structure_retrieval").main([*common, "--choose", "--latency-queries", "3"])
+    result = json.loads((tmp_path / "structure-retrieval-mathlib-src-mini-random-test.json").read_text())
+    assert result["members"] == list(load_config(RetrieverTrainConfig, str(REPO / CPU)).fusion.members)
+    assert "cfr-conventional" in result["members"] and result["left_out_untrained"] == {}
+    assert result["chosen_members"] in ("+".join(result["members"]), "+".join(result["members"] + ["structure"]))
+    assert "on select" in result["decision"] or "already the best" in result["decision"]
+    benchmark_script("additive_twins").main(common)
+    added = json.loads((tmp_path / "additive-twins-mathlib-src-mini-random-test.json").read_text())
+    assert "cfr-conventional" in added["members"] and added["twins"]["twins"] > 100
+    assert {c["row"] for c in added["comparisons"]} == {"bm25", "structure", "fusion", "fusion+structure"}

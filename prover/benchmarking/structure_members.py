@@ -22,7 +22,7 @@ TEXT_FREE = {"usage", "locality", "neighbors", "neighbors-tactic"}
 def cache_dir(cfg: Any) -> Path:
     """Where member rankings are cached: per run, and per premise text (to_additive twins
     rendered or not), since the text changes what the text members rank."""
-    rendered = bool(OmegaConf.select(cfg, "data.render_to_additive", default=True))
+    rendered = bool(OmegaConf.select(cfg, "data.render_to_additive", default=False))
     return Path(cfg.run_dir) / ("structure-retrieval" if rendered else "structure-retrieval-source-text")
 
 

@@ -23,8 +23,9 @@ class Dataset:
     root: Path
     on_error: str = "raise"
     max_state_chars: int = DEFAULT_MAX_STATE_CHARS
-    # Render `@[to_additive]` twins' texts additively (`prover.data.additive_twins`).
-    render_to_additive: bool = True
+    # Render `@[to_additive]` twins' texts additively (`prover.data.additive_twins`; the
+    # setting `data.render_to_additive`, off by default as there).
+    render_to_additive: bool = False
     # How the user gave `root` (`--data`, `--corpus`, `data.root`): errors name it that way.
     source: str = "data.root"
 
