@@ -82,3 +82,12 @@ def test_the_dataset_renders_behind_one_setting(tmp_path: Path) -> None:
     off = Dataset(tmp_path).corpus()  # off by default (the rule for close calls, on select)
     assert [p.goal for p in on.premises] == ["a * 1 = a", "a + 0 = a"]
     assert [p.goal for p in off.premises] == ["a * 1 = a", "a * 1 = a"]
+
+
+def test_the_service_reads_premises_as_its_runs_config_says(tmp_path: Path) -> None:
+    from prover.serve.loading import render_setting
+    from retriever.settings import RetrieverConfig
+    assert render_setting(RetrieverConfig()) is False  # no training config: the default
+    on = tmp_path / "on.yaml"
+    on.write_text("data:\n  render_to_additive: true\n", encoding="utf-8")
+    assert render_setting(RetrieverConfig(models=str(on))) is True

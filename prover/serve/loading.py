@@ -62,8 +62,18 @@ def run_dir_of(index: str | Path) -> Path:
     return path
 
 
-def load_corpus(corpus_dir: str | Path) -> Corpus:
-    return Dataset(corpus_dir, source="--corpus").corpus()
+def load_corpus(corpus_dir: str | Path, render_to_additive: bool = False) -> Corpus:
+    return Dataset(corpus_dir, source="--corpus", render_to_additive=render_to_additive).corpus()
+
+
+def render_setting(choice: RetrieverConfig) -> bool:
+    """`data.render_to_additive` of the run's training config (`retriever.models`): the service
+    reads premise texts as the retrievers it serves were built to (and `/premise` shows them so)."""
+    if not choice.models:
+        from prover.config import DataConfig
+        return DataConfig().render_to_additive
+    from retriever.registry import scope_of, training_config
+    return bool(training_config(scope_of(choice)).data.render_to_additive)
 
 
 def served_choice(cfg: Any, run_dir: Path | None, corpus_dir: str | Path) -> RetrieverConfig:
@@ -171,7 +181,7 @@ def load(cfg: Any, index: str | None = None, corpus: str | None = None, generati
                          f"retrievers {names}")
     registry_cfg = served_choice(cfg, run_dir, corpus_dir)
     _check_trained(registry_cfg, names, cfg.require_index)
-    c = load_corpus(corpus_dir)
+    c = load_corpus(corpus_dir, render_setting(registry_cfg))
     first = build_first_stages(names, c, registry_cfg)
     load_car = load_car_setting(cfg)
     if load_car is None:  # when the run folder has one
