@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, per_row in values.items():
         for row, ms in per_row.items():
-            r = {"text": name, "row": row}
+            r = {"text": name, "row": f"{row} ({name})"}
             for m, v in ms.items():
                 r[m] = round(float(v.mean()), 4)
                 r[f"{m} 95% CI"] = [round(x, 4) for x in mean_interval(v, clusters=theorems)]
@@ -136,9 +136,9 @@ def markdown(r: dict) -> str:
         lines.append("Left out, untrained in this run: "
                      + "; ".join(f"`{m}` ({why.split(':')[0]})" for m, why in r["left_out_untrained"].items())
                      + ". The shipped fusion has them: these fusions are not the shipped one.")
-    lines += ["", "| text | row | R@1 | R@10 | MRR |", "|---|---|---|---|---|"]
+    lines += ["", "| row (premise text) | R@1 | R@10 | MRR |", "|---|---|---|---|"]
     for row in r["rows"]:
-        lines.append(f"| {row['text']} | {row['row']} | " + " | ".join(
+        lines.append(f"| {row['row']} | " + " | ".join(
             f"{pct(row[m])} {ci(row[f'{m} 95% CI'])}" if m != "MRR" else
             f"{row[m]:.3f} [{row[f'{m} 95% CI'][0]:.3f}, {row[f'{m} 95% CI'][1]:.3f}]" for m in METRICS) + " |")
     lines += ["", "Rendered − source text, paired (95% intervals resampling theorems; points, MRR ×100):", "",
