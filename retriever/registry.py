@@ -40,11 +40,14 @@ class Scope:
 
 
 def scope_of(cfg: Any = None, data: DataConfig | None = None, training: Any = None) -> Scope:
-    """The Scope of `cfg`: a RetrieverConfig (or None: the defaults) with `data` and `training`,
-    or a command's own config, read as its `retriever` and `data` sections (a retriever training
-    config is the run's training config itself)."""
+    """The Scope of `cfg`: a RetrieverConfig (typed, or a config's `retriever` section; None: the
+    defaults) with `data` and `training`, as the commands pass them. A whole command config
+    (a benchmark's, a test's) is still read as its `retriever` and `data` sections (a retriever
+    training config is the run's training config itself)."""
     if isinstance(cfg, Scope):
         return cfg
+    if OmegaConf.is_config(cfg) and issubclass(OmegaConf.get_type(cfg) or object, RetrieverConfig):
+        cfg = OmegaConf.to_object(cfg)
     if cfg is not None and not isinstance(cfg, RetrieverConfig):
         node = cfg if OmegaConf.is_config(cfg) else OmegaConf.structured(cfg)
         section = OmegaConf.select(node, "retriever")
