@@ -207,15 +207,6 @@ def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retrie
     return out
 
 
-def rank_fusion(*members: str) -> Callable[[Corpus, Scope], Retriever]:
-    """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
-    HybridRetriever is already a generic RRF over any members, so it is reused as is."""
-    def build(corpus: Corpus, s: Scope) -> Retriever:
-        from retriever.baselines.hybrid import HybridRetriever
-        return HybridRetriever(build_members(members, corpus, s), name="+".join(members))
-    return build
-
-
 def training_config(cfg: Any) -> Any:
     """The retriever training config whose run folder holds the trained models, with the
     choice's `run_dir`, `device` and `model_overrides` applied to it."""

@@ -6,12 +6,23 @@ registry imports this module by name the first time it is asked for a name it do
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from prover.data.corpus import Corpus
 from retriever.base import Retriever
-from retriever.registry import (Scope, cfr_car, learned_fusion, rank_fusion, register, register_from_training,
+from retriever.registry import (Scope, build_members, cfr_car, learned_fusion, register, register_from_training,
                                 require_trained, rerank_with_car, training_config)
+
+
+def rank_fusion(*members: str) -> Callable[[Corpus, Scope], Retriever]:
+    """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers: the
+    priors' fusions measured before the learned `fusion` replaced them. HybridRetriever is
+    already a generic RRF over any members, so it is reused as is."""
+    def build(corpus: Corpus, s: Scope) -> Retriever:
+        from retriever.baselines.hybrid import HybridRetriever
+        return HybridRetriever(build_members(members, corpus, s), name="+".join(members))
+    return build
 
 
 def _dense_neighbors(corpus: Corpus, s: Scope, theorems: list, locality: Retriever | None = None) -> Retriever:
