@@ -224,7 +224,7 @@ def _train_car(cfg: Any, first_stage: Retriever | str, init_path: str | Path | N
     if isinstance(first_stage, str):  # a Ray Train worker: the retriever itself does not travel
         from retriever.registry import build_retriever
         ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars)
-        first_stage = build_retriever(first_stage, ds.corpus(), data=cfg.data, training=cfg)
+        first_stage = build_retriever(first_stage, ds.corpus(), cfg)
     run = RunDir(car_run_dir(cfg.run_dir, first_stage.name))
     init_path = Path(init_path or c.init or Path(cfg.run_dir) / "pretrain" / "model")
     corpus = first_stage.corpus
