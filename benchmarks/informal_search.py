@@ -135,7 +135,9 @@ def render(result: dict) -> str:
                      + f" | [{100 * r['nDCG@10_ci'][0]:.1f}, {100 * r['nDCG@10_ci'][1]:.1f}]"
                      + f" | {r['latency_ms_p50']:.1f} |")
     lines += ["", "Paired differences (points, 95% bootstrap):", ""]
-    lines += [f"- {c['a']} − {c['b']} ({c['metric']}): {100 * c['diff']:+.1f} "
+    # A comparison on part of the scored split (batch 1 alone) names that part.
+    lines += [f"- {c['a']} − {c['b']} ({c['metric']}"
+              + ("" if c["split"] == result["split"] else f", {c['split']}") + f"): {100 * c['diff']:+.1f} "
               f"[{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}]" for c in result["comparisons"]]
     lines += ["", f"## Select ({result['fit_split']})", "",
               "| cloud weight | lexicon weight | name match | named weight | R@1 | R@10 | nDCG@10 |",
