@@ -16,7 +16,7 @@ transformers, and omegaconf from a carried wheel.
 the planned seconds of each phase (against one call's 600 s). It exits 1 when either is over.
 
 Since issue 54 the training inputs copy the test inputs (`lease.match_retrieval`): every example
-shows premises, up to `lease.k` cut by the same byte budget, a gold tactic's premises hidden at
+shows premises, up to `lease.retriever.k` cut by the same byte budget, a gold tactic's premises hidden at
 the rate the fusion misses them on `lease.rate_split` (select), negatives for a tactic without
 known premises; each pair also carries its bare input (the state alone) for a no-premise model.
 
@@ -40,7 +40,7 @@ every row so a stopped run still returns rows:
    one process: searches on threads, their generator calls batched (prover/utils/batching.py);
 5. exact match on the other eval splits (select), if time is left.
 
-The fusion is the shipped first stage WITHOUT its CFR member (`lease.fusion`, bm25+usage+
+The fusion is the shipped first stage WITHOUT its CFR member (`lease.retriever.name`, bm25+usage+
 neighbors-tactic: no trained CFR travels); every row names it.
 """
 from __future__ import annotations
@@ -66,8 +66,10 @@ from generator.settings import GenerateConfig, GeneratorTrainConfig, ModelConfig
 from prover.benchmarking.harness import parser, write_results
 from prover.config import load_yaml
 from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
+from prover.search.best_first import SearchConfig
 from prover.utils.byt5 import ByT5Size
 from prover.utils.logs import setup_logging
+from retriever.settings import RetrieverConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,7 +99,6 @@ class LeaseConfig(GenerateConfig):
     sizes: list[SizeSpec] = field(default_factory=list)  # empty: train `model:` as it is
     probe_steps: int = 8
     eval_splits: list[str] = field(default_factory=lambda: ["leandojo-real/report", "leandojo-real/select"])
-    k: int = 10
     exact_match_at: int = 8  # the n of the EM@n rows (the CPU benchmark's num_tactics)
     eval_batch_size: int = 64
     max_examples: int = 0  # per eval split (0: all), a fixed seeded subset
@@ -107,12 +108,14 @@ class LeaseConfig(GenerateConfig):
     replay_threads: int = 32
     num_tactics: int = 32  # per expansion (the device run's setting; replay_real.yaml keeps 8)
     num_beams: int | None = 8
-    max_expansions: int = 16
-    # Per theorem. Longer than the CPU runs' 60 s: here a search's generator calls wait in a batch
-    # with 31 others, so its wall time says little; the expansion budget is the limit that binds.
-    search_timeout_s: float = 300.0
+    # The replay search's budget per theorem. Its time is longer than the CPU runs' 60 s: here a
+    # search's generator calls wait in a batch with 31 others, so its wall time says little; the
+    # expansion budget is the limit that binds.
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(max_expansions=16, timeout_s=300.0))
     max_reachable_states: int = 400  # per replay theorem, when packing
-    fusion: str = "bm25+usage+neighbors-tactic"
+    # The premises shown, as search builds them (its name and its top k): the shipped first stage
+    # without its CFR member (no trained CFR travels); every row names it.
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(name="bm25+usage+neighbors-tactic"))
     tag: str = ""  # names a second run's files (<stem>-device-<tag>.*)
     note: str = ""  # said in every results file of the run (a second look at a split, say)
     # Seconds kept after training for the report EM rows and the replay (the run shortens
@@ -148,11 +151,19 @@ class DeviceGeneratorConfig(GeneratorTrainConfig):
     lease: LeaseConfig = field(default_factory=LeaseConfig)
 
 
+# `lease:` keys that became the retriever choice's and the search budget's own settings.
+NESTED = {"fusion": "retriever.name", "k": "retriever.k", "max_expansions": "search.max_expansions",
+          "search_timeout_s": "search.timeout_s"}
+
+
 def load(path: str | Path, overrides: list[str] | None = None) -> Any:
-    cfg = OmegaConf.merge(OmegaConf.structured(DeviceGeneratorConfig), load_yaml(str(path)))
-    if overrides:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
-    return cfg
+    file_cfg, cli = load_yaml(str(path)), OmegaConf.from_dotlist(list(overrides or []))
+    for source, node in ((str(path), file_cfg), ("the command line", cli)):
+        section = node.get("lease") if OmegaConf.is_dict(node) else None
+        for old in (k for k in NESTED if OmegaConf.is_dict(section) and k in section):
+            raise SystemExit(f"lease.{old} in {source} is now lease.{NESTED[old]} (the retriever choice "
+                             f"and the search budget are their own settings)")
+    return OmegaConf.merge(OmegaConf.structured(DeviceGeneratorConfig), file_cfg, cli)
 
 
 def read_rows(path: Path) -> list:
@@ -279,14 +290,14 @@ def pack(cfg: Any, out: Path) -> dict:
 
     # As search builds it (prover/search/components.py): the retriever choice, whose `exclude`
     # keeps any prior from counting the proof of a theorem it is scored on.
-    choice = RetrieverConfig(name=lease.fusion, usage_split=cfg.train_split,
-                             training_data=str(cfg.data.root), exclude=tuple(sorted(evaluated)))
-    retriever = build_retriever(lease.fusion, corpus, choice)
+    choice = replace(OmegaConf.to_object(lease.retriever), usage_split=cfg.train_split,
+                     training_data=str(cfg.data.root), exclude=tuple(sorted(evaluated)))
+    retriever = build_retriever(choice.name, corpus, choice)
     items = list(asked.items())
     premises: dict[str, list[str]] = {}
     for lo in range(0, len(items), 64):
         chunk = items[lo: lo + 64]
-        ranked = retriever.retrieve([s for _, (s, _) in chunk], lease.k, [c for _, (_, c) in chunk])
+        ranked = retriever.retrieve([s for _, (s, _) in chunk], choice.k, [c for _, (_, c) in chunk])
         for ((key, norm), _), hits in zip(chunk, ranked):
             premises[f"{key}\n{norm}"] = [h.premise.full_name for h in hits]
 
@@ -301,7 +312,7 @@ def pack(cfg: Any, out: Path) -> dict:
     match = None
     if lease.match_retrieval:
         match = {"split": lease.rate_split, **retrieval_match(eval_rows[lease.rate_split], corpus, cfg)}
-        cfg.augment.max_premises = lease.k
+        cfg.augment.max_premises = choice.k
         cfg.augment.without_premises = "negatives"
         match["train_gold_survival"] = round(gold_survival(cfg, ds, corpus), 4)
         cfg.augment.positive_rate = round(min(1.0, match["gold_shown_given_gold"] / max(match["train_gold_survival"], 1e-6)), 4)
@@ -320,7 +331,7 @@ def pack(cfg: Any, out: Path) -> dict:
     manifest = {
         "git_commit": git_commit(), "dataset": Path(str(cfg.data.root)).name,
         "config": OmegaConf.to_container(cfg, resolve=True), "train_pairs": len(inputs),
-        "augment": train_stats, "retrieval_match": match, "pool": pool, "fusion": lease.fusion,
+        "augment": train_stats, "retrieval_match": match, "pool": pool, "fusion": choice.name,
         "eval_splits": {s: {"examples": len(eval_rows[s]), "theorems": len({x["key"].rsplit("#", 1)[0] for x in eval_rows[s]}),
                             "with_gold": sum(bool(x["gold"]) for x in eval_rows[s])} for s in lease.eval_splits},
         "replay_split": lease.replay_split, "replay_theorems": len(tasks),
@@ -694,7 +705,7 @@ def em_split(gen: Any, frozen: Any, split: str, rows: list[dict], ctx: dict, clo
     keys = [r["key"] for r in rows]
     stem = f"generator-{ctx['dataset']}-{split.replace('/', '-')}-device" + (f"-{lease.tag}" if lease.tag else "")
     result = {"benchmark": "generator", "command": ctx["command"], "dataset": ctx["dataset"], "split": split,
-              "config": {"num_tactics": n, "k": lease.k, "conditions": [c[0] for c in em_conditions(ctx["fusion"], True)],
+              "config": {"num_tactics": n, "k": lease.retriever.k, "conditions": [c[0] for c in em_conditions(ctx["fusion"], True)],
                          "fusion": ctx["fusion"], "lease": OmegaConf.to_container(lease)},
               "git_commit": ctx["commit"], "machine": ctx["machine"], "device_kind": ctx["kind"],
               "model": ctx.get("model_back") or "trained on the device (not kept)", "model_params": ctx["training"]["params"],
@@ -798,7 +809,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
     condition, the rows interleaved theorem by theorem so a stopped run leaves them paired."""
     from prover.data.theorem import parse_theorem
     from prover.env.replay import ReplayConfig, ReplayEnv
-    from prover.search.best_first import SearchConfig, best_first_search
+    from prover.search.best_first import best_first_search
     from prover.search.replay_benchmark import (CEILING_IN_BUDGET, RATE_LABEL, add_intervals, classify, markdown,
                                                 outcome_row, replay_ceiling)
     from prover.search.results import make_record
@@ -812,7 +823,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
              for i, r in enumerate(lookup["replay"])]
     keys = [t.key for t in tasks]
     names = [ctx["fusion"] if r == "fusion" else r for r in lease.replay_rows]
-    search = SearchConfig(max_expansions=lease.max_expansions, timeout_s=lease.search_timeout_s)
+    search = OmegaConf.to_object(lease.search)
     replay_cfg = ReplayConfig(focus_goals=True)
     gen.settings = GenerateConfig(num_tactics=lease.num_tactics, num_beams=lease.num_beams,
                                   batch_size=lease.replay_threads)
@@ -853,7 +864,7 @@ def replay(gen: Any, lookup: dict, ctx: dict, clock: Clock, out: Path) -> None:
               "dataset": ctx["dataset"], "split": split, "n_theorems_in_split": len(tasks), "n_theorems": len(done),
               "settings": {"focus_goals": True, "num_tactics": lease.num_tactics, "num_beams": lease.num_beams,
                            "max_expansions": search.max_expansions, "timeout_s": search.timeout_s,
-                           "generator": ctx.get("model_back") or "trained on the device (not kept)", "k": lease.k, "retrievers": names},
+                           "generator": ctx.get("model_back") or "trained on the device (not kept)", "k": lease.retriever.k, "retrievers": names},
               "generator_training": ctx["training"],
               "ceiling_search": {"max_expansions": search.max_expansions, "timeout_s": search.timeout_s},
               "bootstrap": {"resamples": N_RESAMPLES, "seed": SEED, "level": 0.95, "paired_over": "theorems"},

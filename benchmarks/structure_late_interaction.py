@@ -11,7 +11,7 @@ and fits the fusion again with that ranking as a member. Scored on `--split` wit
 that resample theorems; on select, the rule for close calls decides. Reads the member rankings
 structure_retrieval.py cached (run it first). Writes
 benchmarks/results/structure-late-interaction-<dataset>-<split>.{json,md}, and the scorer to
-<run_dir>/structure-li/ (retriever/tried/late_interaction.py registers it as `structure-li`).
+<run_dir>/structure-li/ (retriever/tried/registry.py registers it as `structure-li`).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     from retriever.tried.late_interaction import NAME, save, train
     scorer, trained = train(ds, args.theorems, args.cpu_minutes, int(cfg.seed))
-    # Saved where the registered `structure-li` (retriever.tried.late_interaction.register) loads it.
+    # Saved where the registered `structure-li` (retriever/tried/late_interaction.py) loads it.
     trained["saved_to"] = str(save(scorer, Path(cfg.run_dir) / NAME))
     from prover.data.pairs import premise_queries
     for split, d in data.items():

@@ -39,32 +39,32 @@ def _cmd_retriever_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_retriever_pretrain(args: argparse.Namespace) -> int:
-    from prover.commands.pretrain import run_pretrain
+    from prover.commands.retriever_pretrain import run_pretrain
     return run_pretrain(args.config, args.overrides)
 
 
 def _cmd_train_cfr(args: argparse.Namespace) -> int:
-    from prover.commands.train_cfr import run_train_cfr
+    from prover.commands.retriever_train_cfr import run_train_cfr
     return run_train_cfr(args.config, args.overrides)
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from prover.commands.train_cfr import run_index
+    from prover.commands.retriever_train_cfr import run_index
     return run_index(args.config, args.overrides, args.out)
 
 
 def _cmd_train_car(args: argparse.Namespace) -> int:
-    from prover.commands.train_car import run_train_car
+    from prover.commands.retriever_train_car import run_train_car
     return run_train_car(args.config, args.overrides, args.first_stage)
 
 
 def _cmd_train_reprover(args: argparse.Namespace) -> int:
-    from prover.commands.train_reprover import run_train_reprover
+    from prover.commands.retriever_train_reprover import run_train_reprover
     return run_train_reprover(args.config, args.overrides)
 
 
 def _cmd_train_fusion(args: argparse.Namespace) -> int:
-    from prover.commands.train_fusion import run_train_fusion
+    from prover.commands.retriever_train_fusion import run_train_fusion
     return run_train_fusion(args.config, args.overrides)
 
 

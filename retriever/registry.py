@@ -9,6 +9,8 @@ and lengths it was trained with.
 """
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,11 +40,14 @@ class Scope:
 
 
 def scope_of(cfg: Any = None, data: DataConfig | None = None, training: Any = None) -> Scope:
-    """The Scope of `cfg`: a RetrieverConfig (or None: the defaults) with `data` and `training`,
-    or a command's own config, read as its `retriever` and `data` sections (a retriever training
-    config is the run's training config itself)."""
+    """The Scope of `cfg`: a RetrieverConfig (typed, or a config's `retriever` section; None: the
+    defaults) with `data` and `training`, as the commands pass them. A whole command config
+    (a benchmark's, a test's) is still read as its `retriever` and `data` sections (a retriever
+    training config is the run's training config itself)."""
     if isinstance(cfg, Scope):
         return cfg
+    if OmegaConf.is_config(cfg) and issubclass(OmegaConf.get_type(cfg) or object, RetrieverConfig):
+        cfg = OmegaConf.to_object(cfg)
     if cfg is not None and not isinstance(cfg, RetrieverConfig):
         node = cfg if OmegaConf.is_config(cfg) else OmegaConf.structured(cfg)
         section = OmegaConf.select(node, "retriever")
@@ -158,30 +163,11 @@ def _neighbors_from(tactic_level: bool) -> Callable[..., Retriever]:
     return build
 
 
-def _dense_neighbors_from(corpus: Corpus, s: Scope, theorems: list, locality: Retriever | None = None) -> Retriever:
-    """`neighbors-cfr`: the tactic-level training states nearest by the trained conventional
-    CFR's state encoder (retriever/models/dense_neighbors.py); their vectors are kept beside it."""
-    from prover.data.tactic_steps import tactic_level as split_tactics
-    from retriever.models.cfr import CFREncoder, model_fingerprint
-    from retriever.models.dense_neighbors import DenseNeighborRetriever
-    from retriever.models.cfr import cfr_config
-    from prover.utils.device import pick_device
-    require_trained("neighbors-cfr", s)
-    tc = training_config(s)
-    model = Path(tc.run_dir) / "cfr-conventional" / "model"
-    rc = replace(cfr_config(tc), similarity="conventional")
-    encoder = CFREncoder.from_pretrained(model, rc).to(pick_device(tc.device)).eval()
-    steps, _ = split_tactics(theorems, max_target_bytes=10 ** 9)  # nothing is generated: keep all
-    return DenseNeighborRetriever(corpus, steps, encoder, int(s.settings.neighbors_k), rc.temperature, locality,
-                                  cache_dir=model.parent, model_sha1=model_fingerprint(model) or "")
-
-
 # The retrievers built from the training split's proofs, by what they make of them.
 _FROM_TRAINING: dict[str, Callable[..., Retriever]] = {
     "usage": _usage_from,
     "neighbors": _neighbors_from(False),
     "neighbors-tactic": _neighbors_from(True),
-    "neighbors-cfr": _dense_neighbors_from,
 }
 
 
@@ -189,6 +175,14 @@ def _from_training(name: str) -> Callable[[Corpus, Scope], Retriever]:
     def build(corpus: Corpus, s: Scope) -> Retriever:
         return _FROM_TRAINING[name](corpus, s, training_theorems(s, name))
     return build
+
+
+def register_from_training(name: str, build: Callable[..., Retriever]) -> Callable[[Corpus, Scope], Retriever]:
+    """Register `build` (corpus, scope, training theorems, shared locality) as a retriever made of
+    the training split's proofs, so a fusion's members share one loaded split; the factory that
+    builds it alone."""
+    _FROM_TRAINING[name] = build
+    return _from_training(name)
 
 
 def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retriever]:
@@ -201,6 +195,7 @@ def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retrie
     locality = LocalityRetriever(corpus) if any(m in _FROM_TRAINING or m == "locality" for m in names) else None
     out = []
     for m in names:
+        _load_tried(m)
         if m in _FROM_TRAINING:
             if theorems is None:
                 theorems = training_theorems(s, m)
@@ -210,15 +205,6 @@ def build_members(names: Sequence[str], corpus: Corpus, cfg: Any) -> list[Retrie
         else:
             out.append(REGISTRY[m](corpus, s))
     return out
-
-
-def _fusion(*members: str) -> Callable[[Corpus, Scope], Retriever]:
-    """Reciprocal-rank fusion (k_rrf 60, each member's top 100) of registered retrievers.
-    HybridRetriever is already a generic RRF over any members, so it is reused as is."""
-    def build(corpus: Corpus, s: Scope) -> Retriever:
-        from retriever.baselines.hybrid import HybridRetriever
-        return HybridRetriever(build_members(members, corpus, s), name="+".join(members))
-    return build
 
 
 def training_config(cfg: Any) -> Any:
@@ -286,21 +272,21 @@ def _stages(tc: Any, index_file: str) -> dict[str, _Stage]:
     out["reprover"] = _Stage("a trained ReProver-style retriever", run / "reprover" / "model",
                              "train-reprover")
     out["fusion"] = _Stage("a fitted fusion ranker", run / "fusion", "train-fusion",
-                           deps=tuple(out[n] for m in tc.fusion.members for n in _NEEDS.get(m, [])),
+                           deps=tuple(out[n] for m in tc.fusion.members for n in _needs(m)),
                            marker="model.json")
     return out
 
 
-# What each trained retriever loads.
+# What each trained retriever loads (the tried ones add theirs when registered).
 _NEEDS = {"cfr": ["cfr"], "cfr-conventional": ["cfr-conventional"], "hybrid": ["cfr"],
-          "cfr+car": ["cfr", "cfr+car"], "cfr+car-only": ["cfr", "cfr+car"],
+          "cfr+car": ["cfr", "cfr+car"],
           "cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
-          "cfr-conventional+car-only": ["cfr-conventional", "cfr-conventional+car"],
-          "reprover": ["reprover"],
-          "bm25+usage+cfr-conventional": ["cfr-conventional"],
-          "bm25+usage+locality+cfr-conventional": ["cfr-conventional"],
-          "bm25+usage+locality+cfr-conventional+car": ["cfr-conventional", "cfr-conventional+car"],
-          "neighbors-cfr": ["cfr-conventional"], "fusion": ["fusion"]}
+          "reprover": ["reprover"], "fusion": ["fusion"]}
+
+
+def _needs(name: str) -> list[str]:
+    _load_tried(name)
+    return list(_NEEDS.get(name, []))
 
 
 def member_models(tc: Any, members: Sequence[str]) -> dict[str, str]:
@@ -310,7 +296,7 @@ def member_models(tc: Any, members: Sequence[str]) -> dict[str, str]:
     import hashlib
     stages = _stages(tc, "")
     out: dict[str, str] = {}
-    for name in dict.fromkeys(n for m in members for n in _NEEDS.get(m, [])):
+    for name in dict.fromkeys(n for m in members for n in _needs(m)):
         h = hashlib.sha1()
         path = stages[name].path
         for f in sorted(path.iterdir()) if path.is_dir() else []:
@@ -328,7 +314,7 @@ def missing_training(name: str, cfg: Any, index: bool = False) -> str | None:
     A stage whose output exists is not asked for again, even if what it started from is gone.
     `index`: the CFR's saved FAISS index is needed too (the service; eval encodes without one).
     """
-    needs = list(_NEEDS.get(name, []))
+    needs = _needs(name)
     if not needs:
         return None  # lexical: nothing to train
     s = scope_of(cfg)
@@ -394,7 +380,7 @@ def _cfr(similarity: str) -> Callable[[Corpus, Scope], Retriever]:
     return build
 
 
-def _rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: float) -> Retriever:
+def rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: float) -> Retriever:
     """`first`'s top k1 re-ranked by the CAR trained over `trained_over` (its folder in the
     run), ordered by z(CAR) + weight·z(first stage); a CAR trained over another list is refused."""
     from retriever.models.car import RerankRetriever
@@ -409,7 +395,7 @@ def _rerank_with_car(first: Retriever, trained_over: str, s: Scope, weight: floa
     return rr
 
 
-def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Scope], Retriever]:
+def cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Scope], Retriever]:
     """`first_stage`'s top k1 re-ranked by the CAR trained on its negatives, fused with the
     first stage's scores by `car.first_stage_weight` (weight None) or in CAR's order alone
     (weight 0)."""
@@ -417,22 +403,11 @@ def _cfr_car(first_stage: str, weight: float | None) -> Callable[[Corpus, Scope]
         require_trained(f"{first_stage}+car", s)
         tc = training_config(s)
         w = tc.car.first_stage_weight if weight is None else weight
-        rr = _rerank_with_car(REGISTRY[first_stage](corpus, replace(s, training=tc)), first_stage, s, w)
+        rr = rerank_with_car(REGISTRY[first_stage](corpus, replace(s, training=tc)), first_stage, s, w)
         if weight is not None:
             rr.name += "-only"
         return rr
     return build
-
-
-def _fusion_car(corpus: Corpus, s: Scope) -> Retriever:
-    """The fitted fusion's top k1 re-ranked by the CAR trained over its CFR member
-    (`car.first_stage`), ordered by z(CAR) + car.fusion_weight·z(fusion score). CAR's
-    negatives came from that CFR, not from the fusion: mining them from the fusion would need
-    its priors to leave each training theorem's own proof out."""
-    tc = training_config(s)
-    require_trained("fusion", s)
-    require_trained(f"{tc.car.first_stage}+car", s)
-    return _rerank_with_car(_learned_fusion(corpus, s), tc.car.first_stage, s, tc.car.fusion_weight)
 
 
 def _reprover(corpus: Corpus, s: Scope) -> Retriever:
@@ -441,7 +416,7 @@ def _reprover(corpus: Corpus, s: Scope) -> Retriever:
     return build_reprover(corpus, training_config(s))
 
 
-def _learned_fusion(corpus: Corpus, s: Scope) -> Retriever:
+def learned_fusion(corpus: Corpus, s: Scope) -> Retriever:
     """The fusion ranker fitted by `prover retriever train-fusion`, over the members it was fitted with."""
     from retriever.models.learned_fusion import FusionModel, LearnedFusionRetriever
     require_trained("fusion", s)
@@ -455,6 +430,8 @@ def _hybrid(corpus: Corpus, s: Scope) -> Retriever:
     return HybridRetriever([_bm25(corpus, s), _cfr("fine")(corpus, s)])
 
 
+# What ships: the names the commands, the service, the configs and the docs offer. Options
+# measured and dropped are registered from retriever/tried/registry.py (below).
 REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "bm25": _bm25,
     "bm25-plain": _bm25_plain,
@@ -463,35 +440,54 @@ REGISTRY: dict[str, Callable[[Corpus, Scope], Retriever]] = {
     "informal": _informal,
     "cfr": _cfr("fine"),
     "cfr-conventional": _cfr("conventional"),
-    "cfr+car": _cfr_car("cfr", None),
-    "cfr+car-only": _cfr_car("cfr", 0.0),
-    "cfr-conventional+car": _cfr_car("cfr-conventional", None),
-    "cfr-conventional+car-only": _cfr_car("cfr-conventional", 0.0),
+    "cfr+car": cfr_car("cfr", None),
+    "cfr-conventional+car": cfr_car("cfr-conventional", None),
     "reprover": _reprover,
     "hybrid": _hybrid,
     # Learned weights over the ranks of BM25, the priors, neighbours and CFR (train-fusion).
-    "fusion": _learned_fusion,
-    # The fusion's head re-ranked by CAR (issue 28: does CAR add inside the shipped first stage?).
-    "fusion+car": _fusion_car,
+    "fusion": learned_fusion,
     # Nothing learned: the floor of every table (retriever/baselines/priors.py).
     "locality": _locality,
     "usage": _from_training("usage"),
     "random": _random,
     "neighbors": _from_training("neighbors"),
     "neighbors-tactic": _from_training("neighbors-tactic"),
-    "bm25+locality": _fusion("bm25", "locality"),
-    "bm25+usage": _fusion("bm25", "usage"),
-    "bm25+usage+locality": _fusion("bm25", "usage", "locality"),
-    "bm25+usage+neighbors": _fusion("bm25", "usage", "neighbors"),
-    "bm25+usage+locality+neighbors": _fusion("bm25", "usage", "locality", "neighbors"),
-    "bm25+usage+neighbors-tactic": _fusion("bm25", "usage", "neighbors-tactic"),
-    # Learned similarity, counted prior: the tactic-level neighbours, nearest by CFR's state encoder.
-    "neighbors-cfr": _from_training("neighbors-cfr"),
-    # The learned rows fused with the priors: what the priors leave for learning to add.
-    "bm25+usage+cfr-conventional": _fusion("bm25", "usage", "cfr-conventional"),
-    "bm25+usage+locality+cfr-conventional": _fusion("bm25", "usage", "locality", "cfr-conventional"),
-    "bm25+usage+locality+cfr-conventional+car": _fusion("bm25", "usage", "locality", "cfr-conventional+car"),
 }
+
+# ---------------------------------------------------------------------------------------
+# Tried, not shipped: the names that results files and comparison configs use for options
+# measured and dropped (CAR's ablations, the rank fusions before the learned one, neighbours by
+# CFR). retriever/tried/registry.py registers them here through `register`; the registry loads
+# it by name, the first time it is asked for a name it does not ship, so a process that uses
+# shipped names never loads tried code (tests/test_layers.py; tools/layers.py's TRIED_DOOR).
+TRIED_REGISTRY = "retriever.tried.registry"
+
+
+def register(name: str, factory: Callable[[Corpus, Scope], Retriever], needs: Sequence[str] = ()) -> None:
+    """Add a retriever not shipped (retriever/tried/registry.py): its factory and the trained
+    models it loads (`_NEEDS`'s stages), after the shipped ones."""
+    if name in REGISTRY:
+        raise ValueError(f"retriever {name!r} is registered already")
+    REGISTRY[name] = factory
+    if needs:
+        _NEEDS[name] = list(needs)
+
+
+def _load_tried(name: str) -> None:
+    if name not in REGISTRY and TRIED_REGISTRY not in sys.modules:
+        importlib.import_module(TRIED_REGISTRY)
+
+
+def is_registered(name: str) -> bool:
+    """Whether `name` is a retriever, shipped or tried."""
+    _load_tried(name)
+    return name in REGISTRY
+
+
+def registered_names() -> list[str]:
+    """Every registered name, the shipped ones first."""
+    _load_tried("")
+    return list(REGISTRY)
 
 
 def build_retriever(name: str, corpus: Corpus, settings: RetrieverConfig | None = None, *,
@@ -500,6 +496,6 @@ def build_retriever(name: str, corpus: Corpus, settings: RetrieverConfig | None 
     dataset evaluated (its training proofs feed the priors, its evaluated split is left out);
     `training`: the run's training config, when a training stage builds its first stage. A
     command's own config (with `retriever` and `data` sections) may stand for all three."""
-    if name not in REGISTRY:
+    if not is_registered(name):
         raise ValueError(f"unknown retriever {name!r}; registered: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](corpus, scope_of(settings, data, training))

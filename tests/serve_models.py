@@ -12,7 +12,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from conftest import REPO
-from prover.commands.train_cfr import run_index
+from prover.commands.retriever_train_cfr import run_index
 from prover.config import load_config
 from prover.data.dataset import Dataset
 from retriever.models.car import CARScorer

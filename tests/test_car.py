@@ -13,7 +13,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 import retriever.training.train_car as train_car_module
-from prover.commands.train_car import run_train_car
+from prover.commands.retriever_train_car import run_train_car
 from prover.config import load_config
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError

@@ -22,16 +22,21 @@ def test_the_count_runs_and_counts_every_target():
     found = counted(out.stdout)
     assert set(found) == {"settings classes: recipe", "settings classes: generation", "settings classes: batching",
                           "settings classes: retriever choice", "settings classes: ByT5 size",
+                          "settings classes: search budget",
                           "settings fields: tactics per state", "settings fields: a second k beside a nested one",
                           "config-wrapper dicts", "training imports from non-training code", "loops between subpackages"}
     assert found["loops between subpackages"] == 0
     # Tactics per expansion is one setting, where the generator reads it (issue 53).
     assert "generator/settings.py:GenerateConfig.num_tactics" in out.stdout
+    # The device run's section nests the retriever choice and the search budget (issue 53; before,
+    # its own fusion/k and max_expansions/search_timeout_s made each count 2).
+    assert found["settings classes: retriever choice"] == found["settings classes: search budget"] == 1
+    assert "LeaseConfig" not in out.stdout
 
 
 # What is met stays met: every row is at its target (the script exits 0, asserted above).
 MOST = {"settings classes: recipe": 1, "settings classes: generation": 1, "settings classes: batching": 1,
-        "settings classes: ByT5 size": 1, "settings classes: retriever choice": 1,
+        "settings classes: ByT5 size": 1, "settings classes: retriever choice": 1, "settings classes: search budget": 1,
         "settings fields: tactics per state": 1, "settings fields: a second k beside a nested one": 0,
         "config-wrapper dicts": 0, "training imports from non-training code": 0, "loops between subpackages": 0}
 

@@ -52,7 +52,7 @@ def test_pack_holds_every_state_the_run_asks_about(tiny_pack):
     rows = dg.read_rows(out / "eval-random-test.jsonl.gz")
     from prover.env.base import normalize_ws
     assert all(normalize_ws(r["state"]) in nearest for r in rows)  # no neighbour lookup can miss
-    assert all(len(r["fusion"]) == 5 for r in rows)  # lease.k premises of the fusion per state
+    assert all(len(r["fusion"]) == 5 for r in rows)  # lease.retriever.k premises of the fusion per state
     # Training inputs like test inputs (issue 54): premises on every example, as many as fit of
     # k, the gold ones hidden at the rate the fusion misses them on the rate split.
     match, aug = manifest["retrieval_match"], manifest["augment"]
@@ -144,6 +144,26 @@ def test_rehearsal_runs_the_device_script_end_to_end(tiny_pack, tmp_path, mini_r
     assert 0 < summary["steps"] <= summary["planned_steps"]
     assert summary["partial"] == (summary["stopped_by"] == "budget") == (summary["steps"] < summary["planned_steps"])
     assert summary["size"] == sizing["chosen"]
+
+
+def test_the_lease_reads_the_retriever_choice_and_the_search_budget_as_their_own_settings(tmp_path):
+    """`lease.retriever` is a RetrieverConfig and `lease.search` a SearchConfig; the keys they
+    replaced (lease.fusion, lease.k, lease.max_expansions, lease.search_timeout_s) fail in one
+    line naming the new key, from the file or the command line."""
+    from prover.search.best_first import SearchConfig
+    from retriever.settings import RetrieverConfig
+    cfg = dg.load(REPO / "configs" / "generator" / "device.yaml")
+    choice, search = OmegaConf.to_object(cfg.lease.retriever), OmegaConf.to_object(cfg.lease.search)
+    assert isinstance(choice, RetrieverConfig) and (choice.name, choice.k) == ("bm25+usage+neighbors-tactic", 10)
+    assert isinstance(search, SearchConfig) and (search.max_expansions, search.timeout_s) == (16, 300.0)
+    tiny = dg.load(REPO / "configs" / "generator" / "device_tiny.yaml", ["lease.retriever.k=3"])
+    assert (tiny.lease.retriever.k, tiny.lease.search.max_expansions) == (3, 2)
+    with pytest.raises(SystemExit, match=r"lease.k in the command line is now lease.retriever.k"):
+        dg.load(REPO / "configs" / "generator" / "device.yaml", ["lease.k=5"])
+    old = tmp_path / "old.yaml"
+    old.write_text("lease:\n  search_timeout_s: 30\n")
+    with pytest.raises(SystemExit, match=r"lease.search_timeout_s in .*old.yaml is now lease.search.timeout_s"):
+        dg.load(old)
 
 
 def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):

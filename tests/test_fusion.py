@@ -281,7 +281,7 @@ def test_dense_neighbours_vote_by_the_encoders_similarity_and_keep_their_vectors
     """neighbors-cfr: the nearest training states by the encoder (not by shared tokens) vote for
     their premises, weighted by exp(similarity / T); the rest follow in locality order; the
     training states are encoded once and their vectors kept."""
-    from retriever.models.dense_neighbors import DenseNeighborRetriever
+    from retriever.tried.dense_neighbors import DenseNeighborRetriever
     corpus = Corpus.load(states_dataset / "corpus.jsonl")
     train = [t for t in Dataset(states_dataset).theorems("random/train") if t.full_name != "held"]
     enc = _KeywordEncoder()
@@ -302,7 +302,7 @@ def test_dense_neighbours_vote_by_the_encoders_similarity_and_keep_their_vectors
     assert enc.encoded == before + 2  # another model: its own vectors
 
 
-@pytest.mark.parametrize("script, stem", [("fusion_queries", "fusion-queries-mathlib-src"),
+@pytest.mark.parametrize("script, stem", [("tried.fusion_queries", "fusion-queries-mathlib-src"),
                                           ("tried.dense_neighbors", "dense-neighbors-mathlib-src")])
 def test_committed_fusion_choices_render_from_their_json(script, stem):
     """The Markdown the README quotes is what the JSON says, and report was scored only when a

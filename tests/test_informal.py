@@ -129,3 +129,37 @@ def test_a_premise_that_matches_nothing_is_no_hit(informal):
     assert hits and all(h.score > 0 for h in hits)
     assert all("irrational" in m for m in informal.matched("irrational", [h.index for h in hits]))
     assert informal.retrieve(["zzzunknownword"], 5, [None]) == [[]]
+
+
+def test_queries_read_written_mathematics_as_mathlib_names_it():
+    from retriever.informal.text import query_text, query_word
+    assert raw_words("Cauchy-Schwarz inequality") == ["cauchy", "schwarz", "inequality"]  # a joined name
+    assert "sub" in raw_words("a-b") and "sub" in raw_words("x - y")  # a minus stays one
+    assert raw_words(query_text(r"\frac{d}{dx} \sin x"))[:2] == ["deriv", "sin"]
+    assert "deriv" in raw_words(query_text("(fg)' = f'(x)"))
+    assert raw_words(query_text("e^{x+y}"))[0] == "exp"
+    assert [query_word(w) for w in raw_words("(ab)^{-1} ≤ pi")] == ["mul", "inv", "le", "pi"]
+
+
+def test_a_word_the_lexicon_names_counts_less_as_itself():
+    c = Clouds.learn([], size=3, min_pairs=3)
+    terms = c.expand("addition is commutative", cloud_weight=0.0, lexicon_weight=1.0, named_weight=0.5)
+    assert terms["add"] == (1.0, "addition") and terms["comm"] == (1.0, "commutative")
+    assert terms["addit"][0] == 0.5 and terms["commut"][0] == 0.5
+    assert c.expand("addition", 0.0, 0.0, 0.5)["addit"][0] == 1.0  # no lexicon, no discount
+
+
+def test_name_match_is_the_share_of_a_name_its_terms_cover():
+    import numpy as np
+
+    from retriever.informal.retriever import name_matrix
+    vocab = {t: i for i, t in enumerate(["add", "comm", "group", "nat", "prime", "two", "le"])}
+    m = name_matrix(["add_comm", "AddCommGroup", "Nat.Prime.two_le", "two_le"], vocab, namespace_weight=0.5)
+    q = np.zeros(len(vocab), dtype=np.float32)
+    q[[vocab["add"], vocab["comm"]]] = 1.0
+    cover = m @ q
+    assert cover[0] == pytest.approx(1.0) and 0 < cover[1] < 1 and cover[2] == cover[3] == 0
+    q[:] = 0
+    q[[vocab["two"], vocab["le"]]] = 1.0
+    cover = m @ q
+    assert cover[3] == pytest.approx(1.0) and 0.5 < cover[2] < 1  # its namespace counts half

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from prover.data.dataset import Dataset
 from prover.data.errors import UserInputError
 from retriever.base import TheoremContext
-from retriever.registry import REGISTRY, build_retriever
+from retriever.registry import build_retriever, is_registered
 from retriever.settings import RetrieverTrainConfig
 from retriever.tried import late_interaction
 from tests.conftest import require
@@ -19,8 +19,7 @@ def test_structure_li_trains_saves_and_reranks_the_first_stage(data_root, tmp_pa
     scorer, trained = late_interaction.train(ds, 60, 0.02, seed=0, batch=16)
     assert trained["steps"] > 0 and trained["pairs"] > 0
     late_interaction.save(scorer, tmp_path / "run" / late_interaction.NAME)
-    late_interaction.register()
-    assert late_interaction.NAME in REGISTRY
+    assert is_registered(late_interaction.NAME)  # through retriever/tried/registry.py
     tc = OmegaConf.structured(RetrieverTrainConfig(run_dir=str(tmp_path / "run")))
     corpus = ds.corpus()
     r = build_retriever(late_interaction.NAME, corpus, training=tc)
@@ -38,7 +37,6 @@ def test_structure_li_trains_saves_and_reranks_the_first_stage(data_root, tmp_pa
 
 def test_structure_li_without_a_trained_scorer_says_what_to_run(data_root, tmp_path):
     ds = Dataset(require(data_root / "mathlib-src-mini"))
-    late_interaction.register()
     tc = OmegaConf.structured(RetrieverTrainConfig(run_dir=str(tmp_path / "empty")))
     with pytest.raises(UserInputError, match="structure_late_interaction.py"):
         build_retriever(late_interaction.NAME, ds.corpus(), training=tc)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 
 from tests.conftest import REPO
-from tools.layers import (KNOWN_LOOPS, KNOWN_TRAINING_IMPORTS, LAUNCHERS, TRAINING, child, import_targets,
-                          is_tried, modules, stage, subpackage_loops, training_imports, tried_imports, within)
+from tools.layers import (KNOWN_LOOPS, KNOWN_SCRIPT_TRIED, KNOWN_TRAINING_IMPORTS, LAUNCHERS, TRAINING, TRIED_DOOR,
+                          benchmark_scripts, child, import_targets, is_tried, modules, scripts_importing_tried, stage,
+                          subpackage_loops, training_imports, tried_imports, tried_reach, within)
 
 def test_every_module_has_a_stage():
     assert [m for m, _ in modules() if m not in ("prover",) and stage(m) is None] == []
@@ -70,9 +71,9 @@ def test_non_training_code_imports_no_training_module():
 
 
 def test_search_and_serving_load_no_training_or_tried_code():
-    """What a process that searches or serves actually loads: no training module (but the
-    TrainerConfig schema, above) and none of the generator options tried and not shipped
-    (generator/tried/)."""
+    """What a process that searches or serves actually loads, having asked the registry for every
+    shipped retriever: no training module (but the TrainerConfig schema, above) and none of the
+    options tried and not shipped (generator/tried/, retriever/tried/)."""
     import json
     import subprocess
     import sys
@@ -81,10 +82,12 @@ def test_search_and_serving_load_no_training_or_tried_code():
               "prover.serve.loading", "prover.serve.generation", "prover.sorries", "retriever.registry",
               "retriever.models.cfr", "retriever.models.car", "retriever.models.reprover", "generator.model")
     code = (f"import json, sys\nimport {', '.join(loaded)}\n"
+            "from retriever.registry import REGISTRY, is_registered\n"
+            "assert all(is_registered(n) for n in list(REGISTRY))\n"
             "print(json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     modules_loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    unwanted = TRAINING + ("generator.tried",)
+    unwanted = TRAINING + ("generator.tried", "retriever.tried")
     allowed = {"prover.training", "prover.training.settings"}  # the package and its TrainerConfig
     assert [m for m in modules_loaded if within(m, unwanted) and m not in allowed] == []
 
@@ -93,12 +96,66 @@ def test_search_and_serving_load_no_training_or_tried_code():
 # Tried code lives apart
 
 def test_shipped_code_imports_no_tried_code():
-    """Options tried and not shipped sit in a `tried` subpackage (generator/tried/): no shipped
-    module imports one, even lazily, so the shipped path is whole without them; the tried ones
-    plug into the generator's hooks from a benchmark."""
+    """Options tried and not shipped sit in a `tried` subpackage (generator/tried/,
+    retriever/tried/, prover/benchmarking/tried/): no shipped module imports one, even lazily,
+    so the shipped path is whole without them. The tried generator options plug into the
+    generator's hooks from a benchmark; the tried retrievers are registered into the registry,
+    which opens one door to them by name (TRIED_DOOR), for a name it does not ship."""
     tried = [m for m, _ in modules() if is_tried(m)]
-    assert {"generator.tried.instantiate", "generator.tried.rerank"} <= set(tried)
-    assert tried_imports() == set()
+    assert {"generator.tried.instantiate", "generator.tried.rerank", "retriever.tried.registry",
+            "retriever.tried.dense_neighbors", "prover.benchmarking.tried.fusion_halves",
+            "prover.benchmarking.tried.fusion_refits"} <= set(tried)
+    assert tried_imports() == {TRIED_DOOR}
+
+
+def test_tried_code_reaches_no_further_than_shipped_code_of_its_stage():
+    """Tried code imports what a shipped module of its stage may (earlier stages, no training
+    module outside the launchers) and no other package's tried code."""
+    assert all(stage(m) is not None for m, _ in modules() if is_tried(m))
+    assert tried_reach() == []
+
+
+def test_shipped_benchmarks_import_no_tried_code_but_the_known_plugs():
+    assert benchmark_scripts(tried=True) and benchmark_scripts(tried=False)
+    found = scripts_importing_tried()
+    assert found - KNOWN_SCRIPT_TRIED == set()
+    assert KNOWN_SCRIPT_TRIED - found == set()  # gone: drop it from the list
+
+
+def test_every_retriever_a_committed_result_names_still_resolves():
+    """`--retriever NAME` builds every row a results file or a comparison config names, the
+    tried ones through the registry's door; the shipped names come first."""
+    import json
+    import subprocess
+    import sys
+
+    labels = {"none", "bm25 (name)", "bm25 (name + code)", "informal-no-expansion"}  # rows, not names
+    names: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("retriever", "retrievers"):
+                    listed = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+                    names.update(v for v in listed if isinstance(v, str))
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted((REPO / "benchmarks" / "results").glob("*.json")):
+        walk(json.loads(path.read_text()))
+    names -= labels
+    assert {"fusion", "bm25+usage", "cfr-conventional+car-only", "fusion+car"} <= names
+    code = ("import json, sys\nfrom retriever.registry import REGISTRY, is_registered, registered_names\n"
+            "shipped = list(REGISTRY)\n"
+            f"missing = [n for n in {sorted(names)!r} if not is_registered(n)]\n"
+            "print(json.dumps([missing, shipped, registered_names(), 'retriever.tried.registry' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    missing, shipped, every, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert missing == [] and loaded
+    assert every[:len(shipped)] == shipped and "neighbors-cfr" in every[len(shipped):]
+    assert not any(n in shipped for n in ("bm25+usage", "fusion+car", "neighbors-cfr", "cfr+car-only"))
 
 
 def test_the_tried_check_sees_a_lazy_import(tmp_path):
@@ -106,4 +163,10 @@ def test_the_tried_check_sees_a_lazy_import(tmp_path):
     source = tmp_path / "model.py"
     source.write_text("def f():\n    from generator.tried.rerank import CandidateRanker\n")
     assert [t for _, t in import_targets(source, set()) if is_tried(t)] == ["generator.tried.rerank"]
+
+
+def test_the_tried_check_sees_the_registrys_door_by_name():
+    """The door is a string, not an import: the check reads it from the registry's source."""
+    from retriever.registry import TRIED_REGISTRY
+    assert ("retriever.registry", TRIED_REGISTRY) == TRIED_DOOR
 

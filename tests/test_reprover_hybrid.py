@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import ByT5Tokenizer
 
-from prover.commands.train_reprover import run_train_reprover
+from prover.commands.retriever_train_reprover import run_train_reprover
 from prover.config import DEMO_DATA, load_config
 from prover.data.corpus import Corpus
 from prover.data.dataset import Dataset

@@ -174,6 +174,7 @@ def test_the_index_shows_looks_inherited_daggers_units_and_a_role_for_every_file
                             {"a": "gold", "b": "none", "metric": "exact_match@8", "diff": 0.0, "diff_ci": [-0.01, 0.02]}],
             "corrections": [{"note": "report scored the second time", "look": 2}]},
         "alone-leandojo-real-report": {"benchmark": "generator", "split": "leandojo-real/report", "neighbors": None},
+        "own-look-leandojo-real-report": {"benchmark": "generator", "split": "leandojo-real/report", "look": 2},
         "timing": {"benchmark": "cli-startup"}}
     for stem, r in files.items():
         (tmp_path / f"{stem}.json").write_text(json.dumps(r))
@@ -183,4 +184,5 @@ def test_the_index_shows_looks_inherited_daggers_units_and_a_role_for_every_file
     assert "gold − none (gold_loglik): [+2.04, +2.99] nats" in gen  # nats, not ×100
     assert "gold − none (exact_match@8): [-1.0, +2.0] pts" in gen and "[5.0, 15.0] %" in gen
     assert "| leandojo-real/report | report |" in _row(text, "alone-leandojo-real-report")  # no neighbours, no †
+    assert "| report (second look) |" in _row(text, "own-look-leandojo-real-report")  # the file's own look
     assert "| none (measures cost, no quality scored) | measure |" in _row(text, "timing")

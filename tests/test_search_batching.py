@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from prover.search.batching import DynamicBatcher
+from prover.search.async_batcher import DynamicBatcher
 
 
 class Model:

@@ -9,10 +9,12 @@ or inherits its fields and gives them defaults of its own, is not a new shape):
 
 - recipe: two or more optimiser fields (lr, weight_decay, warmup_steps, grad_accum, grad_clip);
 - retriever choice: `models` (the trained retrievers' config), or a k of premises (k,
-  premises_k) beside the retriever's name (name, premises, or a `retriever: str`);
+  premises_k) beside the retriever's name (name, premises, or a `retriever: str` or
+  `fusion: str`, as the device run's section had before issue 53);
 - generation: two or more of num_tactics, num_beams, method, temperature;
 - batching: max_batch_size or max_wait_ms;
-- ByT5 size: two or more of d_model, d_ff, d_kv.
+- ByT5 size: two or more of d_model, d_ff, d_kv;
+- search budget: max_expansions or search_timeout_s.
 
 Tactics per expansion is one setting (`num_tactics`, or its older names num_samples): the classes
 of any name that declare it are counted. A second `k` is a settings class with a `k` of its own
@@ -38,6 +40,7 @@ CONCEPTS: dict[str, tuple[set[str], int]] = {  # concept -> (fields that say it,
     "generation": ({"num_tactics", "num_beams", "method", "temperature"}, 2),
     "batching": ({"max_batch_size", "max_wait_ms"}, 1),
     "ByT5 size": ({"d_model", "d_ff", "d_kv"}, 2),  # the generator's, ReProver's and the sizing's
+    "search budget": ({"max_expansions", "search_timeout_s"}, 1),
 }
 WRAPPER_KEYS = {"retriever", "data"}
 SUFFIXES = ("Config", "Settings", "Spec", "Recipe", "Size")
@@ -51,7 +54,7 @@ def fields(cls: ast.ClassDef) -> dict[str, str]:
 
 
 def is_retriever_choice(own: dict[str, str]) -> bool:
-    named = {"name", "premises"} & set(own) or own.get("retriever", "").startswith("str")
+    named = {"name", "premises"} & set(own) or any(own.get(k, "").startswith("str") for k in ("retriever", "fusion"))
     return "models" in own or bool(named and {"k", "premises_k"} & set(own))
 
 

@@ -118,14 +118,75 @@ def training_imports() -> set[tuple[str, str]]:
 
 # ---------------------------------------------------------------------------------------
 # Tried, not shipped: options measured and dropped live in a `tried` subpackage of their package
-# (generator/tried/). Shipped code imports none of it; tried code may use shipped code.
+# (generator/tried/, retriever/tried/, prover/benchmarking/tried/; their benchmarks in
+# benchmarks/tried/). Shipped code imports none of it; tried code may use shipped code as any
+# module of its stage may, and nothing more.
 
 def is_tried(module: str) -> bool:
     return "tried" in module.split(".")
 
 
+# The one way in: retriever/registry.py loads retriever/tried/registry.py by its module name (a
+# string, not an import) the first time it is asked for a retriever name it does not ship, so
+# committed results that name a tried retriever still run; tried code then registers itself.
+TRIED_DOOR = ("retriever.registry", "retriever.tried.registry")
+
+
 def tried_imports() -> set[tuple[str, str]]:
-    """(shipped module, tried module it imports), lazy imports included."""
+    """(shipped module, tried module it imports), lazy imports included, and (shipped module,
+    tried module) for every string in a shipped module that names a tried module (a door like
+    TRIED_DOOR, which importlib would open)."""
     mods = dict(modules())
-    return {(module, target) for module, path in mods.items() if not is_tried(module)
-            for _, target in import_targets(path, set(mods)) if is_tried(target)}
+    found = set()
+    for module, path in mods.items():
+        if is_tried(module):
+            continue
+        found |= {(module, target) for _, target in import_targets(path, set(mods)) if is_tried(target)}
+        found |= {(module, node.value) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Constant) and node.value in mods and is_tried(node.value)}
+    return found
+
+
+def tried_reach() -> list[str]:
+    """What a tried module imports beyond what a shipped module of its own stage may: a later
+    stage, a training module (outside the launchers), or another package's tried code."""
+    mods = dict(modules())
+    out = []
+    for module, path in mods.items():
+        if not is_tried(module):
+            continue
+        own = stage(module)
+        for line, target in import_targets(path, set(mods)):
+            theirs = stage(target)
+            why = ("a later stage" if theirs is not None and own is not None and theirs[0] > own[0] else
+                   "a training module" if within(target, TRAINING) and not within(module, TRAINING + LAUNCHERS) else
+                   "another package's tried code" if is_tried(target) and target.split(".")[0] != module.split(".")[0]
+                   else None)
+            if why:
+                out.append(f"{module}:{line} imports {target} ({why})")
+    return out
+
+
+def benchmark_scripts(tried: bool) -> list[Path]:
+    """The scripts under benchmarks/ that measure what ships (tried False) or options dropped."""
+    root = REPO / "benchmarks" / ("tried" if tried else "")
+    return sorted(root.glob("*.py"))
+
+
+# Shipped benchmarks that plug a tried option in, each with why; a new one fails the test, and so
+# does one of these once it is gone.
+KNOWN_SCRIPT_TRIED = {
+    # The generator table's `instantiate` setting (off by default) adds the rows that measured
+    # generator/tried/instantiate.py, through the generator's `extra_candidates` hook.
+    ("tactic_generator.py", "generator.tried.instantiate"),
+    # Issue 50's learned structure scorer: the script that measured it trains it and saves it where
+    # the tried retriever `structure-li` (retriever/tried/late_interaction.py) loads it.
+    ("structure_late_interaction.py", "retriever.tried.late_interaction"),
+}
+
+
+def scripts_importing_tried() -> set[tuple[str, str]]:
+    """(script, tried module) for every shipped benchmark script importing tried code."""
+    known = {m for m, _ in modules()}
+    return {(path.name, target) for path in benchmark_scripts(tried=False)
+            for _, target in import_targets(path, known) if is_tried(target)}

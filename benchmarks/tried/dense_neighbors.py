@@ -1,6 +1,6 @@
 """Does a learned neighbour member earn a place in the fusion? `neighbors-cfr` (issue 28)
 
-`neighbors-cfr` (retriever/models/dense_neighbors.py) is `neighbors-tactic` with its nearest
+`neighbors-cfr` (retriever/tried/dense_neighbors.py) is `neighbors-tactic` with its nearest
 training states found by the trained CFR's state encoder instead of BM25. Rows: each member
 alone; the shipped fusion (bm25, usage, locality, neighbors, neighbors-tactic, cfr-conventional,
 fitted on random/val statements); the same fusion with neighbors-cfr added, fitted the same way.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.fusion_halves import half_rows, recall10
-from prover.benchmarking.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
+from prover.benchmarking.tried.fusion_halves import half_rows, recall10
+from prover.benchmarking.tried.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
                                                markdown_tail, paired, rankings, report_once, start)
 from prover.benchmarking.harness import command_line, machine, peak_rss_gib, write_and_print
 from retriever.models.learned_fusion import fit_fusion, order

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
+from prover.benchmarking.tried.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
                                                rankings, recall10, split_fields)
 from prover.benchmarking.harness import (command_line, git_commit, machine, paired_intervals, parser,
                                          peak_rss_gib, write_and_print)

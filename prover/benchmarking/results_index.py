@@ -19,7 +19,8 @@ render (`MissingTrainingRecord`).
 Corrections. A later session corrects a committed file by adding to its `corrections`, never by
 editing its numbers: a sentence, or an object with a `note` and any of
 `models` ({model path: training record}), `sources` (results files it was computed from),
-`look` (1 or 2: the how-many-th scoring of its report split this is), `chosen_on` (splits its
+`look` (1 or 2: the how-many-th scoring of its report split this is; a file may also carry its
+own top-level `look`), `chosen_on` (splits its
 recipe was chosen on, for †), `split` and `role` (where the file's own fields do not say).
 """
 from __future__ import annotations
@@ -247,10 +248,11 @@ def partial_models(stem: str, results: dict[str, dict]) -> list[str]:
 
 
 def looks(result: dict) -> str:
-    """"first look"/"second look" at the file's report split, where its records say which."""
-    if not corrected(result, "look"):
+    """"first look"/"second look" at the file's report split, where its records say which: a
+    correction's `look`, else the file's own (a script that knows its look writes it)."""
+    n = corrected(result, "look")[-1] if corrected(result, "look") else result.get("look")
+    if not n:
         return ""
-    n = corrected(result, "look")[-1]
     return {1: "first look", 2: "second look"}.get(n, f"look {n}")
 
 

@@ -13,7 +13,7 @@ from prover.data.jsonio import write_json
 from prover.data.pairs import premise_queries
 from prover.utils.runinfo import git_commit, machine
 from retriever.evaluation.evaluate import evaluate, latency, markdown_table
-from retriever.registry import build_retriever, require_trained
+from retriever.registry import build_retriever, require_trained, scope_of
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +24,14 @@ def run_eval(config: str | None, retriever: str | None, data: str | None, split:
                                      ("data.split", split), ("eval.out_dir", out)) if v is not None]
     cfg = load_config(RetrievalEvalConfig, config, flags + list(overrides))
     # A trained retriever whose models are missing is said before minutes of data loading.
-    require_trained(cfg.retriever.name, cfg)
+    scope = scope_of(cfg.retriever, cfg.data)
+    require_trained(cfg.retriever.name, scope)
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
                  render_to_additive=cfg.data.render_to_additive, source="--data" if data is not None else "data.root")
     corpus = ds.corpus()
     queries, no_gold = premise_queries(ds.theorems(cfg.data.split), corpus, ds.skips)
     t0 = time.perf_counter()
-    r = build_retriever(cfg.retriever.name, corpus, cfg)
+    r = build_retriever(cfg.retriever.name, corpus, scope)
     index_seconds = time.perf_counter() - t0
     out_dir = Path(cfg.eval.out_dir)
     res = evaluate(r, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k,

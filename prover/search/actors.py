@@ -26,7 +26,7 @@ import ray
 
 from prover.data.premise import Premise
 from prover.env.base import ENV_REPL
-from prover.search.batching import DynamicBatcher
+from prover.search.async_batcher import DynamicBatcher
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.components import describe, premise_source, require_env, tactic_source
 from prover.search.results import make_record

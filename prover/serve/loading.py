@@ -106,7 +106,7 @@ def _check_trained(registry_cfg: RetrieverConfig, names: list[str], require_inde
 
 def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: RetrieverConfig) -> dict[str, Retriever]:
     from retriever.baselines.hybrid import HybridRetriever
-    from retriever.registry import REGISTRY, build_retriever
+    from retriever.registry import build_retriever, is_registered, registered_names
     built: dict[str, Retriever] = {}
 
     def get(name: str) -> Retriever:
@@ -118,9 +118,9 @@ def build_first_stages(names: list[str], corpus: Corpus, registry_cfg: Retriever
         return built[name]
 
     for name in names:
-        if RERANK_SUFFIX in name or name not in REGISTRY:
+        if RERANK_SUFFIX in name or not is_registered(name):
             raise ValueError(f"cannot serve retriever {name!r}: list first stages from "
-                             f"{', '.join(sorted(n for n in REGISTRY if RERANK_SUFFIX not in n))}; "
+                             f"{', '.join(sorted(n for n in registered_names() if RERANK_SUFFIX not in n))}; "
                              f"re-ranking is `rerank: true` in a request")
         get(name)
     return {name: built[name] for name in names}

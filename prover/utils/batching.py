@@ -1,7 +1,7 @@
 """One model thread; requests that queue while it is busy run together as the next batch.
 
 The one batcher of the project: the premise search service's HTTP requests
-(prover/serve/service.py) and the proof search's Ray actors (prover/search/batching.py, an
+(prover/serve/service.py) and the proof search's Ray actors (prover/search/async_batcher.py, an
 asyncio face on it) both go through it. A retriever embeds a batch of states in little more time
 than one, but a search engine or a search worker sends one state per request. All model calls go
 through one worker thread, so concurrent requests never run the model at once (on a small

@@ -25,7 +25,7 @@ from retriever.evaluation.bootstrap import N_RESAMPLES, SEED, mean_interval, pai
 from retriever.evaluation.evaluate import (CI_METRICS, comparison_table, evaluate, latency, markdown_table,
                                 per_query_from_rankings, robustness_table, training_table,
                                 under_trained)
-from retriever.registry import build_retriever, training_config
+from retriever.registry import build_retriever, scope_of, training_config
 from retriever.evaluation.robustness import perturbed_queries
 from retriever.evaluation.trained_on import check_trained_on
 from retriever.models.car import car_run_dir
@@ -101,6 +101,7 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", al
     # Rows of an earlier run that this one does not name stay, first, in their order: naming
     # only the new rows adds them to the file instead of dropping what was computed before.
     names = list(done) + [n for n in cfg.retrievers if n not in done]
+    scope = scope_of(cfg.retriever, cfg.data)  # the retriever choice of every row, on this split
     for name in names:
         if name in done and name not in redo:
             log.info("%s: already in %s, skipped (--force to redo)", name, json_path)
@@ -113,12 +114,12 @@ def run_retrieval_benchmark(cfg: Any, force: bool = False, command: str = "", al
             continue
         # Checked before any work: a model trained on another strategy's train split has seen
         # the evaluated theorems' proofs (random/train holds most of novel_premises/test).
-        training = training_summaries(cfg, trained_by(name, training_config(cfg))) if name in TRAINED_BY else None
+        training = training_summaries(scope, trained_by(name, training_config(scope))) if name in TRAINED_BY else None
         partial = require_full_training(training, allow_partial) if training else {}
         if training:
-            check_trained_on(ds, cfg.data.split, training, Path(training_config(cfg).run_dir))
+            check_trained_on(ds, cfg.data.split, training, Path(training_config(scope).run_dir))
         t1 = time.perf_counter()
-        retriever = build_retriever(name, corpus, cfg)
+        retriever = build_retriever(name, corpus, scope)
         index_seconds = time.perf_counter() - t1
         res = evaluate(retriever, queries, ks=cfg.eval.ks, rankings_k=cfg.eval.rankings_k,
                        batch_size=cfg.eval.batch_size,

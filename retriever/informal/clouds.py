@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from retriever.informal.text import raw_words, stem, stopwords, tables, words
+from retriever.informal.text import query_text, query_word, raw_words, stem, stopwords, tables, words
 
 
 @dataclass
@@ -52,12 +52,14 @@ class Clouds:
         learned = {w: sorted(ts, key=lambda x: (-x[1], x[0]))[:size] for w, ts in by_word.items()}
         return cls(learned, curated_phrases(), n)
 
-    def expand(self, query: str, cloud_weight: float = 0.5,
-               lexicon_weight: float = 1.0) -> dict[str, tuple[float, str]]:
-        """The weighted terms of `query`: its own words (weight 1), the formal words its
-        phrases name in the lexicon, and each word's learned cloud; each term with the query
-        word or phrase it came from (what a hit shows as why it matched)."""
-        raw = raw_words(query)
+    def expand(self, query: str, cloud_weight: float = 0.5, lexicon_weight: float = 1.0,
+               named_weight: float = 1.0) -> dict[str, tuple[float, str]]:
+        """The weighted terms of `query`: its own words (weight 1, or `named_weight` for a word
+        the lexicon names: "addition" is then mostly `add`, so a docstring that says
+        "addition" does not outweigh the name `add_comm`), the formal words its phrases name in
+        the lexicon, and each word's learned cloud; each term with the query word or phrase it
+        came from (what a hit shows as why it matched)."""
+        raw = [query_word(w) for w in raw_words(query_text(query))]
         stems = [stem(w) for w in raw]
         stop = stopwords()
         terms: dict[str, tuple[float, str]] = {}
@@ -66,10 +68,13 @@ class Clouds:
             if weight > terms.get(term, (0.0, ""))[0]:
                 terms[term] = (weight, source)
 
-        for w, s in zip(raw, stems):
-            if w not in stop:
-                add(s, 1.0, w)
         longest = max((len(p) for p in self.phrases), default=0)
+        named = {i + j for i in range(len(stems)) for n in range(1, longest + 1)
+                 if tuple(stems[i:i + n]) in self.phrases and (n > 1 or raw[i] not in stop)
+                 for j in range(n)} if lexicon_weight else set()
+        for i, (w, s) in enumerate(zip(raw, stems)):
+            if w not in stop:
+                add(s, named_weight if i in named else 1.0, w)
         for i in range(len(stems)):
             for n in range(1, longest + 1):
                 phrase = tuple(stems[i:i + n])

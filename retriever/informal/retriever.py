@@ -90,12 +90,15 @@ class InformalRetriever(ScoringRetriever):
         self.bm25 = bm25s.BM25(k1=cfg.k1, b=cfg.b, method="lucene")
         self.bm25.index([t or ["∅"] for t in texts], show_progress=False)
         self.matrix = PostingScorer(self.bm25).matrix.tocsc()
+        self.names = name_matrix([p.full_name for p in corpus.premises], self.bm25.vocab_dict,
+                                 cfg.namespace_weight)
         log.info("informal index: %d premises, %d with a docstring, clouds from %d pairs",
                  len(texts), sum(bool(d) for d in self.docs), self.clouds.pairs)
 
     def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """The query's known terms: vocabulary ids, weights, the terms and their sources."""
-        expanded = self.clouds.expand(query, self.cfg.cloud_weight, self.cfg.lexicon_weight)
+        expanded = self.clouds.expand(query, self.cfg.cloud_weight, self.cfg.lexicon_weight,
+                                      self.cfg.named_weight)
         vocab = self.bm25.vocab_dict
         known = [(t, w, src) for t, (w, src) in expanded.items() if t in vocab]
         ids = np.asarray([vocab[t] for t, _, _ in known], dtype=np.int64)
@@ -110,6 +113,9 @@ class InformalRetriever(ScoringRetriever):
             ids, weights, _, _ = self.terms(q)
             if len(ids):
                 row = self.matrix[:, ids] @ weights
+                if self.cfg.name_match and row.max() > 0:
+                    covered = self.names[:, ids] @ np.minimum(weights, 1.0)
+                    row = row + self.cfg.name_match * float(row.max()) * covered
                 out[i] = np.where(row > 0, row, -np.inf)
         return out
 
@@ -126,6 +132,41 @@ class InformalRetriever(ScoringRetriever):
             out.append(sorted({sources[c] if sources[c] == terms[c] or _same(sources[c], terms[c])
                                else f"{sources[c]}→{terms[c]}" for c in cols}))
         return out
+
+
+def name_matrix(full_names: Sequence[str], vocab: dict[str, int], namespace_weight: float = 0.5):
+    """(premises x vocabulary) CSC: each premise's name parts (stemmed, stop words kept out),
+    weighted by their inverse frequency among names, a namespace part by `namespace_weight`,
+    each row summing to one; a query's weighted terms times it is the share of the name they
+    cover."""
+    from scipy.sparse import csr_matrix  # here: scipy is slow to import
+
+    from retriever.informal.text import name_parts, stem, stopwords
+    stop = stopwords()
+    rows: list[dict[int, float]] = []
+    df: dict[int, int] = {}
+    for name in full_names:
+        space, _, own = name.rpartition(".")
+        parts: dict[int, float] = {}
+        for text, w in ((space, namespace_weight), (own, 1.0)):
+            for part in name_parts(text) if text else ():
+                t = vocab.get(stem(part)) if part not in stop else None
+                if t is not None and w > parts.get(t, 0.0):
+                    parts[t] = w
+        rows.append(parts)
+        for t in parts:
+            df[t] = df.get(t, 0) + 1
+    n = len(full_names)
+    data, indices, indptr = [], [], [0]
+    for parts in rows:
+        ws = {t: w * np.log(1 + n / df[t]) for t, w in parts.items()}
+        total = sum(ws.values()) or 1.0
+        for t, w in sorted(ws.items()):
+            indices.append(t)
+            data.append(w / total)
+        indptr.append(len(indices))
+    return csr_matrix((np.asarray(data, dtype=np.float32), np.asarray(indices, dtype=np.int64),
+                       np.asarray(indptr, dtype=np.int64)), shape=(n, max(len(vocab), 1))).tocsc()
 
 
 def _same(word: str, term: str) -> bool:

@@ -22,6 +22,12 @@ _IDENT = re.compile(r"[^\W\d][\w]*(?:\.[^\W\d][\w]*)*")
 _NUMBER = re.compile(r"\d+")
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[^\W\d_A-Za-z]+")
 _ATTRIBUTES = re.compile(r"@\[[^\]]*\]")  # `@[to_additive, simp]`: how Lean handles it, not what it says
+# A hyphen between two words joins them (Cauchy-Schwarz, fixed-point); `a-b` stays a minus.
+_HYPHEN = re.compile(r"(?<=[^\W\d_]{2})-(?=[^\W\d_]{2})")
+# Query-side conventions of written mathematics: d/dx and a prime are derivatives, e^x is exp.
+_DDX = re.compile(r"\\frac\s*\{\s*d\s*\}\s*\{\s*d[A-Za-z]\s*\}|\bd\s*/\s*d[A-Za-z]\b")
+_PRIME = re.compile(r"(?:(?<![\w.'])[A-Za-z]{1,2}|\))'(?![A-Za-z])")
+_EXP = re.compile(r"(?<![\w\\])e\s*\^")
 _TOKEN = re.compile(r"\\[A-Za-z]+|[^\W\d][\w]*(?:\.[^\W\d][\w]*)*|\d+|[^\w\s\\]+|\\")
 
 
@@ -85,7 +91,30 @@ def _symbols(run: str) -> tuple[str, ...]:
     return tuple(w for m in pattern.findall(run) for w in table[m])
 
 
+def query_text(query: str) -> str:
+    """A query with written mathematics' conventions read as Mathlib names them: `\\frac{d}{dx}`
+    and `f'` are deriv, `e^x` is exp (a declaration's code says `deriv`, `Real.exp`)."""
+    query = _DDX.sub(" deriv ", query)
+    query = _PRIME.sub(lambda m: m.group(0)[:-1] + " deriv ", query)
+    return _EXP.sub(" exp ", query)
+
+
+def query_word(word: str) -> str:
+    """A query word as Mathlib would name it: two letters a formula juxtaposes (`ab`, `fg`,
+    `ix` in e^{ix}) are a product, `mul`, unless Mathlib's names use them as a word (`le`,
+    `pi`, ...: words.json `short_words`)."""
+    if len(word) == 2 and word.isascii() and word.isalpha() and word not in _short_words():
+        return "mul"
+    return word
+
+
+@functools.cache
+def _short_words() -> frozenset[str]:
+    return frozenset(tables()["short_words"])
+
+
 def _prepare(text: str) -> str:
+    text = _HYPHEN.sub(" ", text)
     text = _MATHBB.sub(lambda m: " " + {"N": "ℕ", "Z": "ℤ", "Q": "ℚ", "R": "ℝ", "C": "ℂ"}[m.group(1)] + " ", text)
     text = text.replace("\\|", " ‖ ").replace("\\{", " ").replace("\\}", " ")
     text = _INVERSE.sub(" inv ", text)

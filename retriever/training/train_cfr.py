@@ -213,7 +213,7 @@ def train_cfr(cfg: Any, init: str | Path | None = None) -> Path:
         from retriever.registry import build_retriever
         inputs = _pairs(cfg)
         _, corpus, pairs, _ = inputs
-        mine_hard_negatives(build_retriever(c.hard_negatives, corpus, cfg), pairs, corpus,
+        mine_hard_negatives(build_retriever(c.hard_negatives, corpus, data=cfg.data, training=cfg), pairs, corpus,
                             c.hard_negatives_k, cfr_run_dir(cfg) / "hard_negatives.jsonl")
     # Alone, the worker is this process: it takes the pairs read here instead of reading them again.
     alone = cfg.trainer.workers <= 1

@@ -38,7 +38,7 @@ def fusion_dir(cfg: Any) -> Path:
 
 def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[set[int]]]:
     """Per query, each member's top `fusion.depth` corpus indices; and the queries' gold sets."""
-    from retriever.registry import build_members
+    from retriever.registry import build_members, scope_of
     fc = cfg.fusion
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
                  render_to_additive=cfg.data.render_to_additive)
@@ -56,10 +56,9 @@ def member_rankings(cfg: Any, split: str) -> tuple[list[list[list[int]]], list[s
         raise ValueError(f"fusion training: no query with a gold premise in {split}")
     # Members see the split as the evaluated one: usage and neighbors then count the proofs of
     # its strategy's train split, less any theorem of this split.
-    member_cfg = cfg.copy()
-    OmegaConf.update(member_cfg, "data.split", split)
+    scope = scope_of(None, {**OmegaConf.to_container(cfg.data, resolve=True), "split": split}, training=cfg)
     rankings: list[list[list[int]]] = [[] for _ in queries]
-    for name, member in zip(fc.members, build_members(fc.members, corpus, member_cfg)):
+    for name, member in zip(fc.members, build_members(fc.members, corpus, scope)):
         bar = progress_bar(total=len(queries), desc=f"fusion training: {name} ranks {split}", unit="query")
         for lo in range(0, len(queries), 64):
             batch = queries[lo: lo + 64]

@@ -4,8 +4,8 @@ scored by late interaction (each goal node's best-matching premise node).
 
 Measured as a fusion member over the fusion's top 100 (benchmarks/structure_late_interaction.py,
 results/structure-late-interaction-mathlib-src-leandojo-real-select.md): inside the noise against
-a stacking control, so not shipped. `register()` adds `structure-li` to the registry: the
-`structure` retriever's top 100 re-ranked by the scorer saved in `<run_dir>/structure-li/`
+a stacking control, so not shipped. Registered as `structure-li` (retriever/tried/registry.py):
+the `structure` retriever's top 100 re-ranked by the scorer saved in `<run_dir>/structure-li/`
 (that benchmark trains and saves it).
 """
 from __future__ import annotations
@@ -161,13 +161,9 @@ class LateInteractionRetriever(Retriever):
         return out
 
 
-def register() -> None:
-    """Add `structure-li` to the registry (the registry itself never imports tried code)."""
-    from retriever import registry
-
-    def build(corpus: Corpus, s: Any) -> Retriever:
-        path = Path(registry.training_config(s).run_dir) / NAME
-        scorer = load(path, corpus)  # before the first stage indexes the corpus for nothing
-        return LateInteractionRetriever(corpus, registry.REGISTRY["structure"](corpus, s), scorer)
-
-    registry.REGISTRY[NAME] = build
+def build(corpus: Corpus, s: Any) -> Retriever:
+    """`structure-li` (registered by retriever/tried/registry.py): `structure`'s top 100
+    re-ranked by the scorer saved in `<run_dir>/structure-li/`."""
+    from retriever.registry import REGISTRY, training_config
+    scorer = load(Path(training_config(s).run_dir) / NAME, corpus)  # before the first stage indexes the corpus for nothing
+    return LateInteractionRetriever(corpus, REGISTRY["structure"](corpus, s), scorer)

@@ -1,6 +1,6 @@
 """Refitting the shipped fusion on other queries or members, chosen on leandojo-real/select and
 scored once on report: rankings at a granularity (cached), the halves, paired differences and
-the shared Markdown. Shared by benchmarks/fusion_queries.py and benchmarks/tried/dense_neighbors.py.
+the shared Markdown. Shared by benchmarks/tried/fusion_queries.py and benchmarks/tried/dense_neighbors.py.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from prover.benchmarking.fusion_halves import arguments, cached_rankings, half_rows
+from prover.benchmarking.tried.fusion_halves import arguments, cached_rankings, half_rows
 from prover.benchmarking.harness import (N_RESAMPLES, SEED, choose_within_noise, corrections_markdown,
                                          paired_intervals)
 from prover.data.dataset import Dataset

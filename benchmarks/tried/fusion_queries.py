@@ -9,7 +9,7 @@ look more like them. Rows: fitted on statements (the shipped recipe), on steps, 
 recipe is chosen on leandojo-real/select; report is scored once, for the chosen one against the
 shipped one. Intervals resample theorems.
 
-    python benchmarks/fusion_queries.py
+    python benchmarks/tried/fusion_queries.py
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.fusion_halves import half_rows, recall10
-from prover.benchmarking.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
+from prover.benchmarking.tried.fusion_halves import half_rows, recall10
+from prover.benchmarking.tried.fusion_refits import (choose_on_select, examples, halves_fields, halves_of, halves_text,
                                                markdown_tail, paired, rankings, report_once, start)
 from prover.benchmarking.harness import command_line, machine, peak_rss_gib, write_and_print
 from retriever.models.learned_fusion import fit_fusion, order

@@ -28,8 +28,8 @@ def run_train_car(config: str | None, overrides: list[str], first_stage_name: st
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
                  render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
-    # Registry builders accept the training config itself (CFR finds its model under run_dir).
-    first_stage = build_retriever(first_stage_name, corpus, cfg)
+    # The run's own training config: CFR finds its model under its run_dir.
+    first_stage = build_retriever(first_stage_name, corpus, data=cfg.data, training=cfg)
     model_dir = train_car(cfg, first_stage, init_path=init)
     summary = json.loads((model_dir.parent / "summary.json").read_text())
     print(f"CAR over {first_stage.name}: {summary['steps']} steps, {summary['seconds']} s; "

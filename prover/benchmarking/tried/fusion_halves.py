@@ -1,6 +1,6 @@
 """The no-learning fusion on the real halves: member rankings (cached), their features, R@10 per
-half with theorem-level intervals, and the flags. Shared by benchmarks/cfr_negatives.py and
-fusion_queries.py, and benchmarks/tried/ltr_fusion.py and dense_neighbors.py.
+half with theorem-level intervals, and the flags. Shared by benchmarks/tried/cfr_negatives.py,
+fusion_queries.py, ltr_fusion.py and dense_neighbors.py.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ fusion recipe is fitted on random/val with it as sixth member and scored on real
 `leandojo-real/select` choose; `leandojo-real/report` is scored once. Intervals resample
 theorems. The shipped rows (fusion, CFR alone) are read from their committed rankings.
 
-    python benchmarks/cfr_negatives.py --cfr uniform=runs/retriever-cpu-uni --cfr hard-bm25=runs/retriever-cpu-hn
+    python benchmarks/tried/cfr_negatives.py --cfr uniform=runs/retriever-cpu-uni --cfr hard-bm25=runs/retriever-cpu-hn
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prover.benchmarking.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
+from prover.benchmarking.tried.fusion_halves import (DEPTH, MEMBERS, arguments, examples, fusion_config, half_rows,
                                                rankings, recall10, split_fields)
 from prover.benchmarking.harness import (choose_within_noise, command_line, corrections_markdown, git_commit, machine,
                                          paired_intervals, parser,
