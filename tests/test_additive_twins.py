@@ -34,6 +34,7 @@ CORPUS = [
     ("a ^ (m * n) = (a ^ m) ^ n", "(m * n) • a = n • (m • a)"),  # an exponent is a fixed type: kept
     ("a⁻¹ < b ↔ 1 < b * a", "-a < b ↔ 0 < b + a"),
     ("f x⁻¹ = (a / b)⁻¹", "f (-x) = -(a - b)"),
+    ("a * ↑u⁻¹ = 1", "a + ↑(-u) = 0"),
     ("Monoid.npow n x = x ^ n", "AddMonoid.nsmul n x = n • x"),
     ("∏ i ∈ s, f i ^ (n + 1) = 1", "∑ i ∈ s, (n + 1) • f i = 0"),
     ("(fun x : G => x ^ n)^[j] = f ⁻¹' s", "(fun x : G => n • x)^[j] = f ⁻¹' s"),  # iterate, preimage

@@ -169,7 +169,7 @@ def render(text: str, names: Translations) -> str:
             operand = "".join(out[j:])
             lead = len(operand) - len(operand.lstrip())
             before = "".join(out[:j]).rstrip()
-            wrap = bool(before) and (before[-1].isalnum() or before[-1] in _CLOSE + "_'")
+            wrap = bool(before) and (before[-1].isalnum() or before[-1] in _CLOSE + "_'↑")  # `↑u⁻¹` is `↑(-u)`
             body = f"-{operand[lead:]}"
             out[j:] = [operand[:lead] + (f"({body})" if wrap else body)]
             k += 2
