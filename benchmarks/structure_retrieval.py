@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                  render_to_additive=cfg.data.render_to_additive)
     corpus = ds.corpus()
     untrained = {m: why for m in cfg.fusion.members if (why := missing_training(m, cfg))}
-    base = [m for m in cfg.fusion.members if m not in untrained]
+    base = [m for m in cfg.fusion.members if m not in untrained and m != STRUCTURE]  # with and without it
     with_structure = base + [STRUCTURE]
     cache = cache_dir(cfg)
     t0 = time.perf_counter()
