@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", required=True, help="leandojo-real/select (choose) or leandojo-real/report")
     p.add_argument("--run-dir", default=None, help="the trained run whose models are members (default: the config's)")
     p.add_argument("--out", default="benchmarks/results", help="where the results files go")
+    p.add_argument("--tag", default="", help="a suffix for the results files' names (e.g. cfr: the fusion with "
+                                            "a trained CFR member, beside the committed files without one)")
     p.add_argument("overrides", nargs="*", help="config overrides, key=value")
     add_allow_dirty(p)
     args = p.parse_args(argv)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         result["chosen_on_select"] = True
         result["scored_once"] = True
-    write_results(Path(args.out) / f"additive-twins-{Path(cfg.data.root).name}-{args.split.replace('/', '-')}",
+    write_results(Path(args.out) / f"additive-twins-{Path(cfg.data.root).name}-{args.split.replace('/', '-')}{'-' + args.tag if args.tag else ''}",
                   result, markdown(result))
     print(markdown(result))
     return 0

@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="apply the rule for close calls on this split (always on leandojo-real/select; "
                         "for a rehearsal on another split)")
     p.add_argument("--out", default="benchmarks/results", help="where the results files go")
+    p.add_argument("--tag", default="", help="a suffix for the results files' names (e.g. cfr: the fusion with "
+                                            "a trained CFR member, beside the committed files without one)")
     p.add_argument("overrides", nargs="*", help="config overrides, key=value")
     add_allow_dirty(p)
     args = p.parse_args(argv)
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         result["chosen_on_select"] = True
         result["scored_once"] = True
     write_results(Path(args.out) / f"structure-retrieval-{Path(cfg.data.root).name}-"
-                  f"{args.split.replace('/', '-')}", result, markdown(result))
+                  f"{args.split.replace('/', '-')}{'-' + args.tag if args.tag else ''}", result, markdown(result))
     print(markdown(result))
     return 0
 
