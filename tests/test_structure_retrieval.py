@@ -144,7 +144,7 @@ def test_structure_retriever_ranks_the_premise_of_the_same_shape_first(tmp_path)
 
 def test_late_interaction_takes_each_query_node_best_premise_node():
     import torch
-    from retriever.structure.encoder import late_interaction
+    from retriever.tried.structure_encoder import late_interaction
     q = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # one query, two nodes
     qm = torch.tensor([[True, True]])
     p = torch.tensor([[[1.0, 0.0], [0.6, 0.8]], [[0.0, 1.0], [0.0, 0.0]]])  # two premises
@@ -156,7 +156,7 @@ def test_late_interaction_takes_each_query_node_best_premise_node():
 
 def test_node_encoder_learns_to_match_a_state_to_its_premise_shape():
     import torch
-    from retriever.structure.encoder import NodeEncoder, Vocab, late_interaction, node_contexts, tensors
+    from retriever.tried.structure_encoder import NodeEncoder, Vocab, late_interaction, node_contexts, tensors
     goals = ["a + b = b + a", "a * b = b * a", "a ≤ a", "a - a = 0"]
     premises = [node_contexts(statement_trees(["(a b : G)"], g), False, 16) for g in goals]
     states = [node_contexts(state_trees(f"x y : G\n⊢ {g.replace('a', 'x').replace('b', 'y')}"), True, 16)

@@ -179,9 +179,6 @@ KNOWN_SCRIPT_TRIED = {
     # The generator table's `instantiate` setting (off by default) adds the rows that measured
     # generator/tried/instantiate.py, through the generator's `extra_candidates` hook.
     ("tactic_generator.py", "generator.tried.instantiate"),
-    # Issue 50's learned structure scorer: the script that measured it trains it and saves it where
-    # the tried retriever `structure-li` (retriever/tried/late_interaction.py) loads it.
-    ("structure_late_interaction.py", "retriever.tried.late_interaction"),
 }
 
 

@@ -1,8 +1,8 @@
 """The learned structure scorer (issue 50), tried and not shipped: node embeddings of operator
-trees (retriever/structure/encoder.py) trained contrastively on state–premise pairs, a candidate
+trees (retriever/tried/structure_encoder.py) trained contrastively on state–premise pairs, a candidate
 scored by late interaction (each goal node's best-matching premise node).
 
-Measured as a fusion member over the fusion's top 100 (benchmarks/structure_late_interaction.py,
+Measured as a fusion member over the fusion's top 100 (benchmarks/tried/structure_late_interaction.py,
 results/structure-late-interaction-mathlib-src-leandojo-real-select.md): inside the noise against
 a stacking control, so not shipped. Registered as `structure-li` (retriever/tried/registry.py):
 the `structure` retriever's top 100 re-ranked by the scorer saved in `<run_dir>/structure-li/`
@@ -47,7 +47,7 @@ class Scorer:
         self.premises: dict[int, list] = {}
 
     def premise(self, i: int) -> list:
-        from retriever.structure.encoder import node_contexts
+        from retriever.tried.structure_encoder import node_contexts
         from retriever.structure.optree import statement_trees
         if i not in self.premises:
             p = self.corpus.premises[i]
@@ -56,17 +56,17 @@ class Scorer:
 
     @staticmethod
     def state(text: str) -> list:
-        from retriever.structure.encoder import node_contexts
+        from retriever.tried.structure_encoder import node_contexts
         from retriever.structure.optree import state_trees
         return node_contexts(state_trees(text), True, Q_NODES)
 
     def encode(self, contexts: list, max_nodes: int):
-        from retriever.structure.encoder import tensors
+        from retriever.tried.structure_encoder import tensors
         return self.model(*tensors(contexts, self.vocab, max_nodes))
 
     def rerank(self, state: str, candidates: list[int]) -> list[int]:
         import torch
-        from retriever.structure.encoder import late_interaction
+        from retriever.tried.structure_encoder import late_interaction
         if not candidates:
             return []
         with torch.no_grad():
@@ -78,7 +78,7 @@ class Scorer:
 
 def train(ds, n_theorems: int, cpu_minutes: float, seed: int, batch: int = 64) -> tuple[Scorer, dict]:
     import torch
-    from retriever.structure.encoder import NodeEncoder, Vocab, late_interaction
+    from retriever.tried.structure_encoder import NodeEncoder, Vocab, late_interaction
     torch.manual_seed(seed)
     pairs = _pairs(ds, n_theorems, seed)
     probe = Scorer(ds.corpus(), None, None)
@@ -129,11 +129,11 @@ def save(scorer: Scorer, out: str | Path) -> Path:
 
 def load(path: str | Path, corpus: Corpus) -> Scorer:
     import torch
-    from retriever.structure.encoder import NodeEncoder, Vocab
+    from retriever.tried.structure_encoder import NodeEncoder, Vocab
     path = Path(path)
     if not (path / "model.pt").exists():
         raise UserInputError(f"retriever {NAME} needs a trained late-interaction scorer in {path} "
-                             "(run: python benchmarks/structure_late_interaction.py --split leandojo-real/select)")
+                             "(run: python benchmarks/tried/structure_late_interaction.py --split leandojo-real/select)")
     vocab = Vocab([], 2)
     vocab.ids = json.loads((path / "vocab.json").read_text(encoding="utf-8"))
     model = NodeEncoder(len(vocab))

@@ -82,7 +82,7 @@ TRIED = {
     "bm25+usage+locality+cfr-conventional+car": (
         rank_fusion("bm25", "usage", "locality", "cfr-conventional+car"), CFR_CAR),
     # Issue 50's learned structure scorer over `structure`'s top 100 (retriever/tried/late_interaction.py;
-    # benchmarks/structure_late_interaction.py trains and saves it).
+    # benchmarks/tried/structure_late_interaction.py trains and saves it).
     "structure-li": (late_interaction.build, []),
 }
 

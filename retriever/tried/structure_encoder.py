@@ -5,7 +5,7 @@ ancestors' labels (one embedding table per distance, so `+` under `=` differs fr
 `+`) and its first children's labels; a small MLP mixes them. A premise is scored against a
 state as ColBERT scores a passage: each goal node of the state takes its best-matching premise
 node, and the matches are averaged. Trained contrastively on state–premise pairs
-(benchmarks/structure_late_interaction.py); it re-ranks a first stage's candidates.
+(benchmarks/tried/structure_late_interaction.py); it re-ranks a first stage's candidates.
 """
 from __future__ import annotations
 

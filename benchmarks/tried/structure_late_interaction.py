@@ -1,9 +1,9 @@
 """The learned structure scorer (issue 50): node embeddings trained contrastively, late interaction
 over the fusion's top 100, alone and as a fusion member, on real states.
 
-    python benchmarks/structure_late_interaction.py --split leandojo-real/select [--cpu-minutes 12]
+    python benchmarks/tried/structure_late_interaction.py --split leandojo-real/select [--cpu-minutes 12]
 
-Trains retriever/structure/encoder.py's NodeEncoder on state–premise pairs of random/train
+Trains retriever/tried/structure_encoder.py's NodeEncoder on state–premise pairs of random/train
 (statement level: a theorem's initial goal and a premise its proof uses; in-batch negatives,
 InfoNCE) on the CPU until its CPU-time budget, then re-ranks the top 100 of the fusion without
 CFR (the members structure_retrieval.py measured, fitted on random/val) by late interaction,
