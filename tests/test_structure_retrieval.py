@@ -177,3 +177,13 @@ def test_node_encoder_learns_to_match_a_state_to_its_premise_shape():
         q, qm = model(*tensors(states, vocab, 16))
         p, pm = model(*tensors(premises, vocab, 16))
         assert late_interaction(q, qm, p, pm).argmax(1).tolist() == [0, 1, 2, 3]
+
+
+def test_query_terms_of_variables_alone_are_dropped():
+    """A shape made only of abstracted variables (`V@(V)`, the path `V/V@`) is in most goals and
+    is the whole statement of a premise such as Aesop's `withConstAesopTraceNode` (`m α`): as a
+    query term it would match that premise to any goal. A constant, an operator or a numeral keeps
+    a term."""
+    from retriever.structure.retriever import names_a_constant
+    assert [names_a_constant(t) for t in ("S:V@(V)", "T:V@(_)", "P:V/V@")] == [False, False, False]
+    assert all(names_a_constant(t) for t in ("P:V/V@/dist", "P:V/≤.1", "P:2/V", "T:∑ᶠ(_,V@(_))"))
