@@ -20,10 +20,14 @@ TEXT_FREE = {"usage", "locality", "neighbors", "neighbors-tactic"}
 
 
 def cache_dir(cfg: Any) -> Path:
-    """Where member rankings are cached: per run, and per premise text (to_additive twins
-    rendered or not), since the text changes what the text members rank."""
+    """Where member rankings are cached: per run, per premise text (to_additive twins rendered
+    or not), since the text changes what the text members rank, and per commit, since the
+    members' code does too (a cache kept across commits once scored a changed `structure` with
+    its old rankings)."""
+    from prover.benchmarking.harness import git_commit
     rendered = bool(OmegaConf.select(cfg, "data.render_to_additive", default=False))
-    return Path(cfg.run_dir) / ("structure-retrieval" if rendered else "structure-retrieval-source-text")
+    name = "structure-retrieval" if rendered else "structure-retrieval-source-text"
+    return Path(cfg.run_dir) / name / git_commit()
 
 
 def split_queries(ds: Any, split: str, corpus: Any = None) -> list:
