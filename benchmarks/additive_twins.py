@@ -33,6 +33,7 @@ from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, c
                                          require_clean_tree, to_plain, write_results)
 from prover.benchmarking.structure_members import FIT, cache_dir, fusion_rankings, per_query, rankings
 from prover.utils.logs import setup_logging
+from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger("additive_twins")
@@ -102,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             ci = paired_intervals(a, b, clusters=theorems).diff
             comparisons.append({"row": row, "metric": m, "diff": round(float(a.mean() - b.mean()), 4),
                                 "ci": [round(ci[0], 4), round(ci[1], 4)]})
-    result = {"benchmark": "additive-twins", "command": command_line(), "config": to_plain(cfg),
+    result = {"benchmark": "additive-twins", "trained": training_summaries(cfg, members_trained_by(members)),
+              "command": command_line(), "config": to_plain(cfg),
               "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
               "split": args.split, "fitted_on": FIT, "n_queries": len(theorems),
               "n_theorems": len(set(theorems)), "members": members[:-1],

@@ -28,6 +28,7 @@ from prover.benchmarking.harness import (RESULTS_DIR, add_run_flags, command_lin
                                          to_plain, write_results)
 from prover.utils.logs import setup_logging
 from retriever.base import Context, RankedPremise, Retriever
+from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
 
 HEAD = 100  # the corpus's first premises: what usage and locality list when there is no file
@@ -125,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
               "config": to_plain(cfg), "git_commit": git_commit(), "machine": machine(),
               "seconds": round(time.perf_counter() - t0, 1), "split": args.split, "run_dir": str(run),
               "n_queries": len(queries), "n_theorems": len(set(clusters)), "members": members,
-              "partial": partial, "rows": rows}
+              "partial": partial, "rows": rows,
+              # every model the fused ranking rests on: the members' stages and the fit itself
+              "trained": training_summaries(cfg, members_trained_by(members) + ["fusion"])}
     lines = [f"# The fusion with and without a file context: {args.split} ({len(queries)} queries, "
              f"{len(set(clusters))} theorems)", "",
              f"`{result['command']}` at commit {result['git_commit']}, run `{run}`"

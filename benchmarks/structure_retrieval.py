@@ -32,6 +32,7 @@ from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, c
                                          require_clean_tree, to_plain, write_results)
 from prover.benchmarking.structure_members import FIT, cache_dir, fusion_rankings, per_query, rankings, split_queries
 from prover.utils.logs import setup_logging
+from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
 
 log = logging.getLogger("structure_retrieval")
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     lat_q = split_queries(ds, args.split, corpus)
     lat = {name: latency(built.get(name) or build_members([name], corpus, cfg)[0], lat_q,
                          args.latency_queries) for name in (STRUCTURE, "bm25")}
-    result = {"benchmark": "structure-retrieval", "command": command_line(), "config": to_plain(cfg),
+    result = {"benchmark": "structure-retrieval", "trained": training_summaries(cfg, members_trained_by(with_structure)),
+              "command": command_line(), "config": to_plain(cfg),
               "git_commit": git_commit(), "machine": machine(), "seconds": round(time.perf_counter() - t0, 1),
               "split": args.split, "fitted_on": FIT, "n_queries": len(d["gold"]),
               "n_theorems": len(set(theorems)), "members": base,

@@ -14,7 +14,7 @@ from prover.benchmarking.cited_numbers import (doc_paths, index_numbers, numbers
 from prover.benchmarking.results_index import INDEX, RESULTS, SHIPPED, MissingTrainingRecord, render
 
 REPO = Path(__file__).resolve().parents[1]
-STEPS = "retrieval-mathlib-src-random-test-cpu"  # the shipped recipe's random/test row
+STEPS = "structure-retrieval-mathlib-src-random-test-cfr"  # the shipped recipe's random/test row
 
 
 def test_the_committed_index_is_the_render_of_the_results_json():
@@ -27,8 +27,8 @@ def test_a_hand_edit_to_a_results_json_makes_the_committed_index_stale(tmp_path)
         shutil.copy(p, tmp_path / p.name)
     assert render(tmp_path, SHIPPED) == INDEX.read_text()  # the copy renders as committed
     edited = json.loads((tmp_path / f"{STEPS}.json").read_text())
-    fusion = next(r for r in edited["rows"] if r["retriever"] == "fusion")
-    fusion["metrics"]["R@10"] += 0.01  # one point of R@10, by hand
+    fusion = next(r for r in edited["rows"] if r["row"] == "fusion+structure")
+    fusion["R@10"] += 0.01  # one point of R@10, by hand
     (tmp_path / f"{STEPS}.json").write_text(json.dumps(edited))
     assert render(tmp_path, SHIPPED) != INDEX.read_text()
 

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 from prover.benchmarking.harness import REPO, RESULTS_DIR
-from prover.benchmarking.headlines import headline, retrieval_values
+from prover.benchmarking.headlines import headline, interval, pct, retrieval_values
 from prover.utils.runinfo import partial_note
 
 RESULTS = RESULTS_DIR
@@ -301,12 +301,18 @@ def shipped_rows(results: dict[str, dict], shipped: list[dict]) -> list[str]:
                        f"[{entry['file']}]({entry['file']}.md) | {short_commit(result.get('git_commit'))} | "
                        f"`{cell(result.get('command', ''))}` | {cell(budget(result))} |")
             continue
-        row = next(r for r in result["rows"] if r.get("retriever") == entry["row"])
+        # The retrieval benchmark's rows name a retriever; the structure benchmark's, a member set.
+        row = next(r for r in result["rows"] if r.get("retriever", r.get("row")) == entry["row"])
         commit = (row.get("provenance") or {}).get("git_commit", result.get("git_commit"))
         command = (row.get("provenance") or {}).get("command", result.get("command", ""))
-        out.append(f"| {entry['row']}{mark} | {result['split']} | {cell(retrieval_values(row))} | "
+        values = (retrieval_values(row) if "metrics" in row
+                  else f"{pct(row['R@10'])} {interval(row['R@10 95% CI'], pct)}")
+        trained = budget({"rows": [row]}) if "metrics" in row else budget(result)
+        if trained == "—":  # the records a correction added
+            trained = "; ".join(dict.fromkeys(_stage(n, r) for n, r in model_records(entry["file"], results).items())) or "—"
+        out.append(f"| {entry['row']}{mark} | {result['split']} | {cell(values)} | "
                    f"[{entry['file']}]({entry['file']}.md) | {short_commit(commit)} | `{cell(command)}` | "
-                   f"{cell(budget({'rows': [row]}))} |")
+                   f"{cell(trained)} |")
     return out
 
 

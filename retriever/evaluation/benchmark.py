@@ -52,9 +52,7 @@ def trained_by(name: str, training: Any) -> list[str]:
     own members (a fusion without CFR needs no pretrain and no CFR) and on its own fit."""
     if name not in ("fusion", "fusion+car"):
         return TRAINED_BY.get(name, [])
-    members = list(training.fusion.members)
-    stages = [s for m in members for s in TRAINED_BY.get(m, ["pretrain", m] if m.startswith("cfr") else [])]
-    stages = list(dict.fromkeys(stages)) + ["fusion"]
+    stages = members_trained_by(list(training.fusion.members)) + ["fusion"]
     return stages + (TRAINED_BY["fusion+car"][-1:] if name == "fusion+car" else [])
 
 
@@ -246,6 +244,12 @@ def robustness(retriever, queries, metrics: dict, cfg: Any) -> dict:
             out[kind][f"{m}_unperturbed"] = before[m]
             out[kind][f"{m}_rel_change"] = round((after[m] - before[m]) / before[m], 4) if before[m] else None
     return out
+
+
+def members_trained_by(members: Sequence[str]) -> list[str]:
+    """The training stages a list of fusion members rests on (not the fusion's own fit)."""
+    stages = [s for m in members for s in TRAINED_BY.get(m, ["pretrain", m] if m.startswith("cfr") else [])]
+    return list(dict.fromkeys(stages))
 
 
 def training_summaries(cfg: Any, stages: list[str]) -> dict:
