@@ -31,7 +31,8 @@ from omegaconf import OmegaConf
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
-from prover.benchmarking.structure_members import FIT, cache_dir, fusion_rankings, per_query, rankings
+from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, rankings,
+                                                  results_stem, signed_ci)
 from prover.utils.logs import setup_logging
 from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
@@ -118,16 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         result["chosen_on_select"] = True
         result["scored_once"] = True
-    write_results(Path(args.out) / f"additive-twins-{Path(cfg.data.root).name}-{args.split.replace('/', '-')}{'-' + args.tag if args.tag else ''}",
-                  result, markdown(result))
+    write_results(results_stem(args.out, "additive-twins", cfg, args.split, args.tag), result, markdown(result))
     print(markdown(result))
     return 0
 
 
 def markdown(r: dict) -> str:
-    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
-    ci = lambda c: f"[{100 * c[0]:.1f}, {100 * c[1]:.1f}]"  # noqa: E731
-    sci = lambda c: f"[{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]"  # noqa: E731
+    sci = signed_ci
     lines = [f"# to_additive twins rendered: {r['split']} ({r['n_queries']} queries, {r['n_theorems']} theorems)", "",
              f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
              + (" (choices are made on this split)." if "chosen" in r else " once; the choice was made on "

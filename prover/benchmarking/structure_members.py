@@ -117,3 +117,22 @@ def fusion_rankings(fit: dict, scored: dict, members: list[str], cfg: Any) -> li
     depth = cfg.fusion.depth
     model = fit_fusion([e[1:3] for e in examples(fit, members, depth)], members, depth, cfg.fusion.l2)
     return [order(c, model.score(f)).tolist() for c, f, _, _ in examples(scored, members, depth)]
+
+
+def results_stem(out: str, benchmark: str, cfg: Any, split: str, tag: str = "") -> Path:
+    """benchmarks/results/<benchmark>-<dataset>-<split>[-<tag>]: a tag names a second file beside
+    a committed one (e.g. the run with a trained CFR member, beside the files without one)."""
+    return Path(out) / f"{benchmark}-{Path(cfg.data.root).name}-{split.replace('/', '-')}{'-' + tag if tag else ''}"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def ci(c: list[float]) -> str:
+    return f"[{100 * c[0]:.1f}, {100 * c[1]:.1f}]"
+
+
+def signed_ci(c: list[float]) -> str:
+    return f"[{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]"
+
