@@ -31,8 +31,8 @@ from omegaconf import OmegaConf
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
-from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, rankings,
-                                                  results_stem, signed_ci)
+from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, provenance_line,
+                                                  rankings, results_stem, signed_ci)
 from prover.utils.logs import setup_logging
 from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
@@ -127,9 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(r: dict) -> str:
     sci = signed_ci
     lines = [f"# to_additive twins rendered: {r['split']} ({r['n_queries']} queries, {r['n_theorems']} theorems)", "",
-             f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
-             + (" (choices are made on this split)." if "chosen" in r else " once; the choice was made on "
-                "leandojo-real/select."), "",
+             provenance_line(r, "chosen" in r), "",
              f"{r['twins']['twins']} of the corpus's {r['twins']['premises']} premises are to_additive twins; "
              "\"rendered\" reads each as its own statement (data.render_to_additive=true), \"source text\" as "
              "its multiplicative source's.", "",

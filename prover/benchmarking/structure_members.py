@@ -136,3 +136,11 @@ def ci(c: list[float]) -> str:
 def signed_ci(c: list[float]) -> str:
     return f"[{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]"
 
+
+def provenance_line(r: dict, chosen_here: bool) -> str:
+    """The results page's second line: the command, its commit, where the fusions were fitted,
+    and whether this split is the one choices are made on or a report scored once."""
+    return (f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
+            + (" (choices are made on this split)." if chosen_here else " once; the choice was made on "
+               "leandojo-real/select."))
+
