@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -309,7 +310,10 @@ class TacticGenerator:
                                      g.temperature if temperature is None else temperature,
                                      batch_size or g.batch_size, prefix, states, premises):
             scores = self.ranker.logprobs(cands) if self.ranker is not None else [self.score(c) for c in cands]
-            scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores)), key=lambda s: -s.logprob)
+            # A candidate the mixture gives no probability (weight 1: the neighbours alone rank, and
+            # none of them proposed it) is not a suggestion: search would add -inf along its path.
+            scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores) if s > -math.inf),
+                            key=lambda s: -s.logprob)
             out.append(scored[:num_tactics])
         return out
 

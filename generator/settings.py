@@ -82,13 +82,15 @@ class NeighborsConfig:
     mixed into the model's distribution."""
 
     k: int = 0  # nearest training states per query; 0: no neighbours (the model alone)
-    temperature: float = 3.0  # of the softmax over the neighbours' BM25 scores
+    # Of the softmax over the neighbours' BM25 scores; null: each vote proportional to the raw
+    # score (the selection's grid tries both: benchmarks/generator_neighbors_selection.py).
+    temperature: float | None = 3.0
     weight: float = 0.5  # of the neighbours' distribution in the mixture
     max_query_chars: int = 20_000  # a 100 KB state would only add noise terms and time
 
     def __post_init__(self) -> None:
-        if self.k < 0 or self.temperature <= 0 or not 0.0 <= self.weight <= 1.0:
-            raise ValueError(f"neighbors needs k >= 0, temperature > 0 and weight in [0, 1], not {self}")
+        if self.k < 0 or (self.temperature is not None and self.temperature <= 0) or not 0.0 <= self.weight <= 1.0:
+            raise ValueError(f"neighbors needs k >= 0, temperature > 0 or null and weight in [0, 1], not {self}")
 
 
 @dataclass

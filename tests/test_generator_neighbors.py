@@ -102,6 +102,30 @@ def test_neighbours_travel_with_the_model_and_join_its_candidates(train, corpus,
         gen.generate(inputs, states=states[:1])
 
 
+def test_raw_scores_and_the_neighbours_alone_are_settings_a_config_can_ship(train, corpus):
+    """temperature null: votes proportional to the raw BM25 scores; weight 1: the neighbours alone
+    rank, so a candidate none of them proposed is no suggestion (not one scored -inf)."""
+    with pytest.raises(ValueError, match="temperature > 0 or null"):
+        NeighborsConfig(k=2, temperature=0.0)
+    raw = TacticNeighbors.build(train, corpus, NeighborsConfig(k=4, temperature=None, weight=1.0))
+    near = raw.nearest_states(RING)
+    scores = {}
+    for d, score in near:
+        scores[raw.tactics[d]] = scores.get(raw.tactics[d], 0.0) + score
+    total = sum(scores.values())
+    assert raw.distribution(RING) == pytest.approx({t: v / total for t, v in scores.items()})
+    torch.manual_seed(0)
+    gen = TacticGenerator.create(ModelConfig(d_model=32, d_ff=64, num_layers=1, num_decoder_layers=1,
+                                             num_heads=2, d_kv=16), InputConfig(max_bytes=128, max_target_bytes=16))
+    gen.neighbors = raw
+    row = gen.generate([RING], num_tactics=8, states=[RING])[0]
+    dist = raw.distribution(RING)
+    assert [s.tactic for s in row] == list(dist)  # the model's own candidates are gone
+    assert [s.logprob for s in row] == pytest.approx([math.log(p) for p in dist.values()])
+    # A state with no neighbours falls back to the model's own candidates and scores.
+    assert gen.generate(["zzz"], num_tactics=2, states=["zzz"])[0]
+
+
 def test_the_neighbours_baseline_counts_hits(train, corpus):
     nb = TacticNeighbors.build(train, corpus, NeighborsConfig(k=2))
     examples = [EvalExample("T", "X.lean", None, s, t, (), i)

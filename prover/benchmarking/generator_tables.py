@@ -109,11 +109,20 @@ def _pool_text(size: int | None) -> str:
             "by the model's own score kept")
 
 
+def vote_text(temperature: float | None, one: bool = False) -> str:
+    """How the neighbours' votes are weighted (generator/neighbors.py `vote`), in words: of all
+    the scores, or (`one`) of one neighbour's."""
+    if temperature is None:
+        return "proportional to its raw BM25 score" if one else "votes proportional to the raw BM25 scores"
+    return f"a softmax of its score at temperature {temperature:g}" if one else \
+        f"softmax of the scores at temperature {temperature:g}"
+
+
 def _neighbors_text(nb: dict | None) -> str:
     if not nb:
         return ""
     return (f"; and the tactics of the {nb['k']} nearest training states (BM25), their distribution "
-            f"(softmax of the scores at temperature {nb['temperature']:g}) mixed with the model's at "
+            f"({vote_text(nb['temperature'])}) mixed with the model's at "
             f"weight {nb['weight']:g} (generator/neighbors.py)")
 
 
@@ -203,8 +212,8 @@ def markdown(result: dict) -> str:
     if nb:
         lines += ["", f"neighbors: no model; the {n} most probable tactics of the {nb['k']} training states "
                   f"nearest to the state (BM25 over the {nb['n_states']} {nb['train_split']} training "
-                  "examples), each state's vote a softmax of its score at temperature "
-                  f"{nb['temperature']:g}: the neighbour half of the mixture alone."]
+                  f"examples), each state's vote {vote_text(nb['temperature'], one=True)}: the neighbour half of "
+                  "the mixture alone."]
     if result.get("throughput"):
         lines += ["", "| batch | states/s (beam %d) |" % (result.get("throughput_beams") or n), "|---|---|"]
         lines += [f"| {bs} | {v:.2f} |" for bs, v in result["throughput"].items()]

@@ -51,7 +51,7 @@ def run_neighbors(config: str | None, overrides: list[str]) -> int:
     nb = build_for_training(cfg)
     path = nb.save(model_dir)
     print(f"tactic neighbours: {len(nb.tactics)} training states (k {cfg.neighbors.k}, temperature "
-          f"{cfg.neighbors.temperature}, weight {cfg.neighbors.weight}) -> {path}")
+          f"{'raw scores' if cfg.neighbors.temperature is None else cfg.neighbors.temperature}, weight {cfg.neighbors.weight}) -> {path}")
     return 0
 
 
