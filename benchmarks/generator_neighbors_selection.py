@@ -106,7 +106,7 @@ def markdown(result: dict) -> str:
     for r in result["baselines"]:
         lines.append(f"| {r['row']} | {100 * r['em']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}] |")
     c = result["chosen"]
-    lines += ["", f"Chosen: k {c['k']}, temperature {_temp(c['temperature'])}, weight {c['weight']} "
+    lines += ["", f"Chosen: {setting_name(c)} "
               f"(EM@8 {100 * c['em']:.1f}); the {len(result['grid'])} settings: "
               f"{100 * min(g['em'] for g in result['grid']):.1f} to {100 * max(g['em'] for g in result['grid']):.1f}.",
               "", "| k | temperature | " + " | ".join(f"weight {w}" for w in WEIGHTS) + " |",
