@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         grid_hits.append(hits)
     simplest_hits = [hit(gold, list(vote(near[:SIMPLEST["k"]], SIMPLEST["temperature"]))[:N]) for gold, _, near, _ in per]
     rule = choose(grid, grid_hits, simplest_hits, [e.key.rsplit("#", 1)[0] for e in examples])
+    rule["simplest"] = {**SIMPLEST, **em(simplest_hits)}  # its score beside its setting
     chosen = rule["kept"] if rule["kept"] is not SIMPLEST else {**SIMPLEST, **em(simplest_hits)}
     model_alone = [hit(gold, sorted(own, key=lambda t: -s[t])[:N]) for gold, s, _, own in per]
     neighbours_alone = [hit(gold, list(vote(near[:chosen["k"]], chosen["temperature"]))[:N]) for gold, _, near, _ in per]
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
               "baselines": [{"row": "model alone (beam and pool)", **em(model_alone)},
                             {"row": f"neighbours alone (k {chosen['k']}, temperature {_temp(chosen['temperature'])})",
                              **em(neighbours_alone)},
+                            {"row": f"the simplest setting ({setting_name(SIMPLEST)}: the neighbours alone)",
+                             **em(simplest_hits)},
                             {"row": "frequency (no model)", **em(frequency)},
                             {"row": "chosen mixture", "em": chosen["em"], "ci": chosen["ci"]}],
               "grid": grid, "rule": rule, "chosen": chosen, "seconds": round(time.perf_counter() - t0, 1)}

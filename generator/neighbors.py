@@ -14,12 +14,12 @@ where most of the gain comes from: the CPU-budget model ranks a fixed pool of fr
 little better than their frequency, and the tactics of similar states (`ring` for ring goals,
 `rw [h]` where `h : a = b` is in context) are a better prior than either.
 
-k, temperature and weight were chosen on the 330 `leandojo-real/val` tactics that the generator
-benchmark does not score (its 400 are a fixed seeded subset), by EM@8 of the mixed ranking over
-k in {10, 20, 50}, temperature in {3, 10, 1, and the raw scores}, weight in {0.1, 0.3, 0.5, 0.7,
-0.9}: k 50, temperature 3, weight 0.5 gave 10.9% (the 60 settings: 8.5 to 10.9%); on those 330,
-the model alone (beam and pool) gave 6.7%, the neighbours alone 10.0%, the most frequent
-tactics 5.5%. Nothing here is learned; callers pass training theorems only.
+k, temperature and weight are chosen on leandojo-real/select's tactics alone, by EM@8 of the
+mixed ranking over k in {10, 20, 50}, temperature in {1, 3, 10, and the raw scores}, weight in
+{0.1, 0.3, 0.5, 0.7, 0.9}, and shipped only when the best beats the simplest setting (the 10
+nearest states' tactics alone, raw scores) beyond the noise, theorems resampled
+(benchmarks/generator_neighbors_selection.py; the numbers are in configs/generator/cpu.yaml and
+its results file). Nothing here is learned; callers pass training theorems only.
 """
 from __future__ import annotations
 
