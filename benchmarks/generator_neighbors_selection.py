@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     simplest_hits = [hit(gold, list(vote(near[:SIMPLEST["k"]], SIMPLEST["temperature"]))[:N]) for gold, _, near, _ in per]
     rule = choose(grid, grid_hits, simplest_hits, [e.key.rsplit("#", 1)[0] for e in examples])
     rule["simplest"] = {**SIMPLEST, **em(simplest_hits)}  # its score beside its setting
-    chosen = rule["kept"] if rule["kept"] is not SIMPLEST else {**SIMPLEST, **em(simplest_hits)}
+    chosen = rule["kept"] if rule["kept"] is not SIMPLEST else rule["simplest"]
     model_alone = [hit(gold, sorted(own, key=lambda t: -s[t])[:N]) for gold, s, _, own in per]
     neighbours_alone = [hit(gold, list(vote(near[:chosen["k"]], chosen["temperature"]))[:N]) for gold, _, near, _ in per]
     frequency = [hit(gold, pool[:N]) for gold, *_ in per]
