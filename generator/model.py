@@ -36,16 +36,17 @@ import torch
 from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
 
 from generator.candidate import Candidate
+from generator.input_format import INPUT_CONFIG, input_config
 from generator.inputs import format_input, normalize_tactic
 from generator.neighbors import TacticNeighbors, vote
 from generator.settings import GenerateConfig, InputConfig, ModelConfig
 from prover.data.errors import UserInputError
 from prover.data.premise import Premise
+from prover.data.reprover_text import augmented_state, mark_name, remove_marks
 from prover.data.tactic_steps import name_pattern
 
 log = logging.getLogger(__name__)
 
-INPUT_CONFIG = "input_config.json"  # beside config.json: the byte budgets the model expects
 TACTIC_POOL = "tactic_pool.json"  # beside config.json: tactics scored for every state (optional)
 
 
@@ -79,16 +80,18 @@ def fresh_model(cfg: ModelConfig) -> T5ForConditionalGeneration:
 _SPECIAL = re.compile(r"</s>|<pad>|<unk>|<extra_id_\d+>")
 
 
-def byte_ids(texts: Sequence[str], max_len: int) -> dict[str, torch.Tensor] | None:
+def byte_ids(texts: Sequence[str], max_len: int, side: str = "left") -> dict[str, torch.Tensor] | None:
     """What `byte_tokenizer()(texts, padding="longest", truncation=True, max_length=max_len)`
-    returns, computed from the UTF-8 bytes (id = byte + 3, then </s>, left truncation, pad 0);
+    returns, computed from the UTF-8 bytes (id = byte + 3, then </s>, `side` truncation, pad 0);
     None when a text spells a special token, which only the tokenizer reads as one. The
     tokenizer is pure Python: 0.3 s for a batch of 256 inputs of 512 bytes, longer than a GPU
     training step, where this takes about a millisecond."""
     if any("<" in t and _SPECIAL.search(t) for t in texts):
         return None
     keep = max_len - 1
-    rows = [np.frombuffer(t.encode("utf-8"), dtype=np.uint8)[-keep:] if keep > 0 else np.zeros(0, np.uint8)
+    def cut(raw: np.ndarray) -> np.ndarray:
+        return raw[-keep:] if side == "left" else raw[:keep]
+    rows = [cut(np.frombuffer(t.encode("utf-8"), dtype=np.uint8)) if keep > 0 else np.zeros(0, np.uint8)
             for t in texts]
     ids = np.zeros((len(rows), max((len(r) for r in rows), default=0) + 1), dtype=np.int64)
     mask = np.zeros_like(ids)
@@ -165,10 +168,12 @@ class TacticGenerator:
 
     @classmethod
     def load(cls, path: str | Path, input_cfg: InputConfig | None = None,
-             device: str | torch.device = "cpu", generate: GenerateConfig | None = None) -> TacticGenerator:
-        """A saved generator (a local folder, or a hub id), with the input budgets it was
-        trained with unless `input_cfg`, generating as `generate` says; what cannot be loaded
-        is a one-line UserInputError."""
+             device: str | torch.device = "cpu", generate: GenerateConfig | None = None,
+             input_format: str | None = None) -> TacticGenerator:
+        """A saved generator (a local folder, or a hub id), with the input it was trained on
+        unless `input_cfg` (generator/input_format.py: its input_config.json, a published
+        checkpoint's known format, or `input_format`), generating as `generate` says; what
+        cannot be loaded is a one-line UserInputError."""
         local = check_model_source(path)
         try:
             model = T5ForConditionalGeneration.from_pretrained(str(path))
@@ -178,9 +183,8 @@ class TacticGenerator:
                 raise UserInputError(f"cannot load the generator model in {path}: {cause}") from None
             raise UserInputError(f"generator model {path} is neither a local folder nor a loadable "
                                  f"hub id ({cause})") from None
-        saved = Path(path) / INPUT_CONFIG
-        if input_cfg is None and saved.exists():
-            input_cfg = InputConfig(**json.loads(saved.read_text()))
+        if input_cfg is None:
+            input_cfg = input_config(path, input_format)
         pool_file = Path(path) / TACTIC_POOL
         pool = json.loads(pool_file.read_text())["tactics"] if pool_file.exists() else []
         neighbors = TacticNeighbors.load(path) if local else None
@@ -203,6 +207,11 @@ class TacticGenerator:
         how many premises it holds: its byte budgets, and for a retrieval-augmented model
         (`input.neighbor_tactics`) the tactics of its nearest training states."""
         cfg = self.input_cfg
+        if not cfg.reads_premises:
+            premises = ()  # trained on bare states: premises would only disturb it
+        if cfg.layout == "reprover":
+            return augmented_state(state, [mark_name(p.full_name, p.code) for p in premises],
+                                   max_bytes or cfg.max_bytes)
         tactics: list[str] = []
         if cfg.neighbor_tactics:
             if self.neighbors is None:
@@ -214,11 +223,18 @@ class TacticGenerator:
                             cfg.max_state_bytes, tactics)
 
     @property
+    def reprover_layout(self) -> bool:
+        return self.input_cfg.layout == "reprover"
+
+    @property
     def max_input_tokens(self) -> int:
-        return self.input_cfg.max_bytes + 1  # + </s>
+        # ReProver's tokenizer call: max_length=max_inp_seq_len, </s> included, end cut off.
+        return self.input_cfg.max_bytes if self.reprover_layout else self.input_cfg.max_bytes + 1  # + </s>
 
     def _tokenize(self, texts: Sequence[str], max_len: int) -> dict[str, torch.Tensor]:
-        enc = byte_ids(texts, max_len)
+        side = "right" if self.reprover_layout else "left"
+        self.tokenizer.truncation_side = side
+        enc = byte_ids(texts, max_len, side)
         if enc is None:
             enc = self.tokenizer(list(texts), padding="longest", truncation=True, max_length=max_len,
                                  return_tensors="pt")
@@ -314,6 +330,8 @@ class TacticGenerator:
             # none of them proposed it) is not a suggestion: search would add -inf along its path.
             scored = sorted((Suggestion(c.tactic, s) for c, s in zip(cands, scores) if s > -math.inf),
                             key=lambda s: -s.logprob)
+            if self.reprover_layout:
+                scored = clean_marked(scored)
             out.append(scored[:num_tactics])
         return out
 
@@ -360,7 +378,12 @@ class TacticGenerator:
             if forced:
                 start = self.model.config.decoder_start_token_id
                 kwargs["decoder_input_ids"] = torch.tensor([[start, *forced]] * len(chunk), device=self.device)
-            if method == "beam":
+            if method == "beam" and self.reprover_layout:
+                # ReProver's beam search (prover/tactic_generator.py): its length penalty 0.0 keeps
+                # the hypotheses of the best summed log-probability; decoder max_length 512.
+                kwargs.update(num_beams=num_beams, do_sample=False, early_stopping=False, length_penalty=0.0,
+                              max_new_tokens=self.input_cfg.max_target_bytes - 1 - len(forced))
+            elif method == "beam":
                 kwargs.update(num_beams=num_beams, do_sample=False, early_stopping=True)
             else:
                 kwargs.update(do_sample=True, temperature=temperature, top_k=0, num_beams=1)
@@ -395,6 +418,17 @@ class TacticGenerator:
         if was_training:
             self.model.train()
         return out
+
+
+def clean_marked(suggestions: Sequence[Suggestion]) -> list[Suggestion]:
+    """ReProver's cleaning of its generator's outputs (best first in, best first out): `<a>` and
+    `</a>` removed, and of the tactics that are then equal, only the best kept."""
+    out: dict[str, Suggestion] = {}
+    for s in suggestions:
+        t = remove_marks(s.tactic)
+        if t.strip() and t not in out:
+            out[t] = Suggestion(t, s.logprob)
+    return list(out.values())
 
 
 def save_pool(path: str | Path, tactics: Sequence[str]) -> None:

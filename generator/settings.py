@@ -51,6 +51,19 @@ class InputConfig:
     # of the nearest training states (the model's tactic neighbours, `neighbors:`) written into
     # the input; a training example's own theorem is never its neighbour. 0: none.
     neighbor_tactics: int = 0
+    # How the input is written, a fact of the model saved with it (input_config.json; for
+    # ReProver's published checkpoints generator/input_format.py knows it by hub id):
+    # "project" (generator/inputs.py, every model trained here) or "reprover" (ReProver's
+    # layout, prover/data/reprover_text.py: each premise's code with its name marked, a blank
+    # line after it, the best nearest the state; its tokenizer cuts the end past max_bytes).
+    layout: str = "project"
+    # False: the model was trained on bare states and is never handed premises (a benchmark
+    # refuses a retriever row with it); ReProver's kaiyuy/leandojo-lean4-tacgen-byt5-small.
+    reads_premises: bool = True
+
+    def __post_init__(self) -> None:
+        if self.layout not in ("project", "reprover"):
+            raise ValueError(f"input.layout must be project or reprover, not {self.layout!r}")
 
 
 @dataclass

@@ -219,6 +219,10 @@ class RetrieverConfig:
     seed: int = 0  # the `random` baseline's seed
     neighbors_k: int = 5  # training states that vote in `neighbors` (retriever/baselines/neighbors.py)
     k: int = 10  # premises retrieved per state (a search's; evaluation ranks eval.ks)
+    # Proof search: premises only from those accessible where the theorem is (its imports and
+    # what comes before it in its file), as ReProver ranks them. A state whose place cannot be
+    # found in the corpus then gets no premises instead of the whole corpus's best.
+    accessible_only: bool = False
     # Dataset folder whose corpus.jsonl is searched (proof search). null there: the corpus of the
     # project the run is on (env.repl.project; prove-sorries: the project), built from its
     # source into corpus_cache once per project state (prover data corpus).

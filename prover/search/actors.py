@@ -85,6 +85,11 @@ class GeneratorActor:
     async def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
         return await self.batcher.submit(list(requests))
 
+    async def inputs(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[str] | None:
+        """The exact text the model reads for each request (None: a source that cannot say)."""
+        texts = getattr(self.source, "input_texts", None)
+        return texts(list(requests)) if texts is not None else None
+
     async def stats(self) -> dict:
         return {**self.batcher.stats(), **_process_info(), "name": self.name}
 
@@ -117,9 +122,23 @@ class ActorTactics:
     def __init__(self, actor: Any, timeout_s: float | None = None) -> None:
         self.actor = actor
         self.timeout_s = timeout_s
+        self.first: tuple[str, Sequence[Premise]] | None = None  # this theorem's first request
 
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
+        if self.first is None and requests:
+            self.first = requests[0]
         return _bounded_get(self.actor.suggest.remote(list(requests)), self.timeout_s, "generation")
+
+    def first_input(self) -> str | None:
+        """The exact text the generator read for this theorem's first state (`-v` shows it)."""
+        if self.first is None:
+            return None
+        try:
+            texts = _bounded_get(self.actor.inputs.remote([self.first]), self.timeout_s, "generator input")
+        except (ModelCallTimeout, ray.exceptions.RayError) as e:
+            log.debug("no generator input recorded: %s", e)
+            return None
+        return texts[0] if texts else None
 
 
 @ray.remote
@@ -146,10 +165,15 @@ class ProverWorker:
 
     def prove(self, task: ProofTask, attempt: int) -> dict:
         env = self.env.make(task.theorem, task.repl, self.session)
+        self.tactics.first = None
         result = best_first_search(env, self.premises, self.tactics, self.search, context=_context(task))
         self.expansions += result.expansions
         self.theorems += 1
-        return make_record(task, result, self.retriever_name, attempt, self.worker_id)
+        record = make_record(task, result, self.retriever_name, attempt, self.worker_id)
+        first = self.tactics.first_input()
+        if first is not None:
+            record["first_input"] = first
+        return record
 
     def info(self) -> dict:
         out = {**_process_info(), "worker": self.worker_id, "expansions": self.expansions,

@@ -24,8 +24,8 @@ from prover.env.repl_session import memory_check, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.utils.batching import BatchingConfig
 from prover.search.project_premises import ensure_corpus
-from prover.search.components import (check_sources, env_spec, generator_spec, require_env,
-                                      resolve_env, retriever_spec)
+from prover.search.components import (check_sources, env_spec, generator_spec, refuse_bare_generator,
+                                      require_env, resolve_env, retriever_spec)
 from prover.search.results import (RUN_INFO, ResultsFile, check_run_info, lost_record, rate_label,
                                    summarize_run, write_summary)
 from prover.search.settings import EnvSettings, as_object, resume_settings, run_name
@@ -124,6 +124,9 @@ class Dispatcher:
             bar.close()
 
     def _record(self, record: dict) -> None:
+        if record.get("first_input") is not None:  # -v: the exact bytes the generator read first
+            log.debug("%s (%s): the generator's input for its first state:\n%s", record.get("theorem"),
+                      self.retriever, record["first_input"])
         self.results.append(record)
         self.recorded += 1
         self.expansions += record.get("expansions", 0)
@@ -219,6 +222,8 @@ def run_benchmark(cfg: Any, retrievers: list[str] | None = None, hooks: Hooks | 
     (stage -> note) names models their time budget stopped; the summary says so."""
     from omegaconf import OmegaConf
     from prover.search.actors import RaySession
+    if tactic_spec is None:  # before any run.json and before Ray: a bare model gets no premises
+        refuse_bare_generator(cfg, retrievers or [cfg.retriever.name])
     rows = {}
     session = RaySession(cfg.ray)
     try:

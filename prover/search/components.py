@@ -9,6 +9,7 @@ closes the env it is handed.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from retriever.settings import RetrieverConfig
 log = logging.getLogger(__name__)
 
 NO_RETRIEVER = "none"
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # owner/name, as the hub spells a model
 ENVS = (ENV_LEANDOJO, ENV_REPL, ENV_REPLAY)
 
 
@@ -75,7 +77,7 @@ def premise_source(choice: RetrieverConfig) -> PremiseSource:
     corpus = Dataset(choice.corpus).corpus()
     retriever = build_retriever(choice.name, corpus, choice)
     log.info("retriever %s over %d premises of %s", choice.name, len(corpus), choice.corpus)
-    return RetrieverPremises(retriever, choice.k)
+    return RetrieverPremises(retriever, choice.k, choice.accessible_only)
 
 
 def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
@@ -87,11 +89,10 @@ def tactic_source(settings: GeneratorSettings | Any) -> TacticSource:
     if not settings.model:
         raise ValueError("no tactic generator: set generator.model (or --generator) to a trained "
                          "generator folder (prover generator train writes …/generator/model)")
-    if not (Path(settings.model) / "config.json").exists():
-        raise FileNotFoundError(f"no trained generator at {settings.model} (expected config.json there)")
     from generator.model import TacticGenerator
     from prover.utils.device import pick_device
-    gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings)
+    gen = TacticGenerator.load(settings.model, device=pick_device(settings.device), generate=settings,
+                               input_format=settings.input_format)
     if gen.neighbors is not None and settings.exclude:
         gen.neighbors.exclude(settings.exclude)
     return GeneratorTactics(gen)
@@ -106,15 +107,38 @@ def check_sources(choice: RetrieverConfig, settings: GeneratorSettings | Any) ->
         if not settings.model:
             raise UserInputError("no tactic generator: set generator.model (or --generator) to a trained "
                                  "generator folder (prover generator train writes …/generator/model)")
-        if not (Path(settings.model) / "config.json").exists():
-            raise UserInputError(f"no trained generator at {settings.model} (expected config.json there; "
-                                 f"prover generator train writes …/generator/model)")
+        require_generator(settings.model)
     if choice.name == NO_RETRIEVER or not choice.corpus:
         return  # premise_source says what is missing
     from prover.data.dataset import Dataset
     from retriever.registry import require_trained
     Dataset(choice.corpus, source="--corpus").corpus()  # parsed once here: a bad line is named
     require_trained(choice.name, choice)
+
+
+def require_generator(model: str) -> None:
+    """A local generator folder with its config.json, or a name shaped like a hub id (the hub
+    is asked when the model loads); anything else refused in one line."""
+    from prover.data.errors import UserInputError
+    if (Path(model) / "config.json").exists() or (not Path(model).exists() and _HUB_ID.fullmatch(model)):
+        return
+    raise UserInputError(f"no trained generator at {model} (expected config.json there; "
+                         f"prover generator train writes …/generator/model)")
+
+
+def refuse_bare_generator(cfg: Any, retrievers: Sequence[str]) -> None:
+    """A model trained without premises gets no retriever row: refused in one line, naming the
+    generator to use instead, before Ray starts and before any run.json is written."""
+    from prover.data.errors import UserInputError
+    g = cfg.generator
+    if not g.model or not isinstance(g.model, str):
+        return
+    from generator.input_format import refuse_premises
+    try:
+        refuse_premises(g.model, list(retrievers), g.get("input_format") if hasattr(g, "get") else
+                        getattr(g, "input_format", None))
+    except ValueError as e:
+        raise UserInputError(str(e)) from None
 
 
 def describe(settings: GeneratorSettings | Any) -> str:

@@ -41,7 +41,11 @@ class GeneratorSettings(GenerateConfig):
     """The search's generator: where the trained model is and where it runs; how it generates
     is the GenerateConfig it extends."""
 
-    model: str | None = None  # trained generator folder (…/generator/model)
+    model: str | None = None  # trained generator folder (…/generator/model), or a hub id
+    # How the model reads its input (generator/input_format.py): null, the model's own (its
+    # input_config.json, or a published ReProver checkpoint's by hub id); project, reprover
+    # or reprover-no-premises for a copy that says nothing.
+    input_format: str | None = None
     device: str = "auto"
     # `file::name` of the theorems being proved: no tactic neighbour from their proofs (a
     # benchmark fills it; a config leaves it empty).
@@ -137,7 +141,9 @@ def resume_settings(cfg: Any) -> dict:
     # `exclude` is filled from the run's theorems, which are above.
     out["retriever"].pop("exclude", None)
     out["generator"].pop("exclude", None)
-    for key, default in (("usage_split", None), ("seed", 0), ("neighbors_k", 5)):
+    if out["generator"].get("input_format") is None:
+        out["generator"].pop("input_format", None)
+    for key, default in (("usage_split", None), ("seed", 0), ("neighbors_k", 5), ("accessible_only", False)):
         if out["retriever"].get(key, default) == default:
             out["retriever"].pop(key, None)
     # Where and how fast models run changes no result: a run may resume on other hardware.

@@ -66,11 +66,12 @@ class RetrieverPremises:
     the corpus files that declare them, and their import closure is accessible.
     """
 
-    def __init__(self, retriever: Retriever, k: int) -> None:
+    def __init__(self, retriever: Retriever, k: int, accessible_only: bool = False) -> None:
         if k <= 0:
             raise ValueError(f"premises per state must be positive, not {k}")
         self.retriever = retriever
         self.k = k
+        self.accessible_only = accessible_only  # a dropped context: no premises, not the whole corpus
         self.contexts_dropped = 0
 
     def _usable(self, ctx: TheoremContext | None) -> TheoremContext | None:
@@ -91,8 +92,14 @@ class RetrieverPremises:
                  contexts: Sequence[TheoremContext | None]) -> list[list[Premise]]:
         if not states:
             return []
-        ranked = self.retriever.retrieve(list(states), self.k, [self._usable(c) for c in contexts])
-        return [[r.premise for r in row] for row in ranked]
+        usable = [self._usable(c) for c in contexts]
+        keep = [i for i, c in enumerate(usable) if c is not None or not self.accessible_only]
+        out: list[list[Premise]] = [[] for _ in states]
+        if keep:
+            ranked = self.retriever.retrieve([states[i] for i in keep], self.k, [usable[i] for i in keep])
+            for i, row in zip(keep, ranked):
+                out[i] = [r.premise for r in row]
+        return out
 
 
 class GeneratorTactics:
@@ -102,6 +109,10 @@ class GeneratorTactics:
     def __init__(self, generator: TacticGenerator) -> None:
         self.generator = generator
         self.max_bytes = generator.settings.max_bytes or generator.input_cfg.max_bytes
+
+    def input_texts(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[str]:
+        """The exact text the model reads for each (state, premises)."""
+        return [self.generator.input_text(state, premises, self.max_bytes)[0] for state, premises in requests]
 
     def suggest(self, requests: Sequence[tuple[str, Sequence[Premise]]]) -> list[list[Suggested]]:
         if not requests:

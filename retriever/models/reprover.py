@@ -9,7 +9,7 @@ from the positive's file), and everyone else's positives and negatives. A query'
 away another positive of its own state.
 
 States are the raw pretty-printed state; premises are their code (statement, no proof) with
-the name marked `<a>full_name</a>`, exactly what ReProver feeds its encoder, so the public
+the name marked `<a>full_name</a>` by ReProver's own rule (prover/data/reprover_text.py), exactly what ReProver feeds its encoder, so the public
 checkpoint `kaiyuy/leandojo-lean4-retriever-byt5-small` sees the text it was trained on.
 """
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from transformers import AutoTokenizer, ByT5Tokenizer, PreTrainedTokenizerBase, 
 
 from prover.data.corpus import Corpus
 from prover.data.premise import Premise
+from prover.data.reprover_text import mark_name
 from prover.utils.progress import progress_bar
 from retriever.base import ScoringRetriever
 from retriever.settings import ReProverConfig, RetrieverTrainConfig
@@ -38,7 +38,6 @@ from prover.utils.device import pick_device
 log = logging.getLogger(__name__)
 
 BYT5_VOCAB_SIZE = 384  # 256 bytes + 3 specials (pad, eos, unk), padded to 384 as in ByT5
-MARK_START, MARK_END = "<a>", "</a>"
 
 
 def t5_config(rc: ReProverConfig) -> T5Config:
@@ -50,17 +49,10 @@ def t5_config(rc: ReProverConfig) -> T5Config:
 
 
 def premise_text(p: Premise) -> str:
-    """ReProver's premise serialization: the code, with the declared name (written as its
-    longest suffix that occurs after whitespace, or as `_root_.name`) marked `<a>full_name</a>`."""
-    mark = f"{MARK_START}{p.full_name}{MARK_END}"
-    code = p.code.replace(f"_root_.{p.full_name}", mark)
-    parts = p.full_name.split(".")
-    for i in range(len(parts)):
-        pattern = rf"(?<=\s)«?{re.escape('.'.join(parts[i:]))}»?"
-        marked = re.sub(pattern, lambda _: mark, code)  # a function: the name is not a template
-        if marked != code:
-            return marked
-    return code
+    """ReProver's premise serialization (`prover/data/reprover_text.mark_name`): the code with
+    the declared name marked `<a>full_name</a>` by ReProver's own, unescaped rule, so the
+    public checkpoint reads names such as `List.find?_some` unmarked, as it was trained."""
+    return mark_name(p.full_name, p.code)
 
 
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
