@@ -176,8 +176,10 @@ def summarize_run(records: list[dict], expected: int | None = None) -> dict:
 
 def summarize_dir(out_dir: str | Path) -> dict:
     """Every run folder under `out_dir`, for the per-retriever comparison."""
+    from prover.search.comparison import compare
     out = Path(out_dir)
     runs = {}
+    records_of: dict[str, list[dict]] = {}
     for results in sorted(out.glob(f"*/{RESULTS}")):
         info_path = results.parent / RUN_INFO
         info = json.loads(info_path.read_text()) if info_path.exists() else {}
@@ -189,7 +191,13 @@ def summarize_dir(out_dir: str | Path) -> dict:
         if "batching" in info:
             row["batching"] = info["batching"]
         runs[results.parent.name] = row
-    return {"out_dir": str(out), "runs": runs}
+        records_of[results.parent.name] = records
+    # The comparison table: runs of one env side by side, paired over the same theorems.
+    comparison: dict[str, dict] = {}
+    for env in sorted({r["env"] or "unknown" for r in runs.values()}):
+        names = [n for n, r in runs.items() if (r["env"] or "unknown") == env]
+        comparison[env] = compare({n: records_of[n] for n in names}, {n: runs[n]["retriever"] for n in names})
+    return {"out_dir": str(out), "runs": runs, "comparison": comparison}
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -231,6 +239,15 @@ def markdown(summary: dict) -> str:
                          f"| {errors} | {r['env_start_failures']} | {_fmt(r['mean_nodes'], 1)} "
                          f"| {_fmt(r['mean_time_s'])} | {split} |")
         parts.append("")
+        if summary.get("comparison", {}).get(env):
+            from prover.search.comparison import markdown as comparison_markdown
+            parts += [f"### {label} with 95% intervals, and paired with `none` and `reprover`", "",
+                      "Wilson intervals; a paired difference counts the theorems only one of the two runs "
+                      "proves, over those both attempted, with McNemar's exact two-sided p-value.", "",
+                      *comparison_markdown(summary["comparison"][env], label), ""]
+    if any(env in (ENV_LEANDOJO, ENV_REPL) for env in by_env):  # beside pass@1 only
+        from prover.search.comparison import literature_markdown
+        parts += [*literature_markdown(), ""]
     parts += ["Rates are over all theorems: a theorem whose environment failed to start counts as "
               "a failure (reported in its own column, not dropped from the denominator). Mean nodes "
               "and times are over theorems whose environment started.", ""]
