@@ -3,8 +3,8 @@ and in which layout (generator/settings.py `InputConfig.layout` / `reads_premise
 
 Every model trained here saves its input settings beside its weights (`input_config.json`).
 ReProver's published checkpoints carry none, so they are known here by hub id, also when
-saved to a local folder (its `config.json` keeps the hub id as `_name_or_path`), or by a
-setting (`generator.input_format`), e.g. for a copy whose config lost the id.
+downloaded into the Hugging Face cache (the folder's path names the id), or by a setting
+(`generator.input_format`) for a copy elsewhere.
 
 Why ReProver's retrieval-augmented checkpoint reads premises *with* their `<a>…</a>` marks:
 ReProver's generator data module today removes the marks from training inputs
@@ -51,9 +51,14 @@ KNOWN_MODELS: dict[str, tuple[str, str | None]] = {
 
 
 def _hub_id(path: str) -> str | None:
-    """The published checkpoint `path` is: its hub id, or a local folder holding a save of it."""
+    """The published checkpoint `path` is: its hub id, a Hugging Face cache folder of it
+    (`…/models--kaiyuy--NAME/snapshots/REV`, what `huggingface-cli download` leaves), or a folder
+    whose config.json names it."""
     if path in KNOWN_MODELS:
         return path
+    for part in Path(path).parts:
+        if part.startswith("models--") and part[len("models--"):].replace("--", "/", 1) in KNOWN_MODELS:
+            return part[len("models--"):].replace("--", "/", 1)
     config = Path(path) / "config.json"
     if config.is_file():
         try:
