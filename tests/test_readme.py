@@ -116,13 +116,16 @@ README_LINES = {
         "the network; tests/test_data_download.py serves the same layout on 127.0.0.1",
     'prover retriever pretrain --config configs/retriever/cpu.yaml data.root="$PROVER_DATA/leandojo-benchmark-4"':
         "long training on LeanDojo Benchmark 4",
-    "prover benchmark --theorems minif2f --split test --env repl --retriever none,bm25,fusion,reprover "
-    "--retriever-models configs/retriever/cpu.yaml --generator kaiyuy/leandojo-lean4-tacgen-byt5-small "
-    "env.repl.project=miniF2F-lean4 retriever.training_data=\"$PROVER_DATA/leandojo-benchmark-4\" "
-    "'retriever.model_overrides=[reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small]'": "needs Lean",
-    "ray job submit --address http://HEAD:8265 -- prover benchmark --theorems minif2f --split test --env repl "
+    "prover benchmark --config configs/search/reprover.yaml --theorems minif2f --split test --env repl "
     "--retriever none,bm25,fusion,reprover --retriever-models configs/retriever/cpu.yaml "
-    "--generator kaiyuy/leandojo-lean4-tacgen-byt5-small env.repl.project=/mnt/shared/miniF2F-lean4 "
+    "--generator kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small "
+    "env.repl.project=miniF2F-lean4 retriever.training_data=\"$PROVER_DATA/leandojo-benchmark-4\" "
+    "'retriever.model_overrides=[reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small]'":
+        "needs Lean; tests/test_reprover_rehearsal.py runs it on the REPL stand-in with a tiny T5",
+    "ray job submit --address http://HEAD:8265 -- prover benchmark --config configs/search/reprover.yaml "
+    "--theorems minif2f --split test --env repl "
+    "--retriever none,bm25,fusion,reprover --retriever-models configs/retriever/cpu.yaml "
+    "--generator kaiyuy/leandojo-lean4-retriever-tacgen-byt5-small env.repl.project=/mnt/shared/miniF2F-lean4 "
     "retriever.training_data=/mnt/shared/prover-data/leandojo-benchmark-4 "
     "'retriever.model_overrides=[reprover.checkpoint=kaiyuy/leandojo-lean4-retriever-byt5-small]'":
         "needs Lean and a Ray cluster",
