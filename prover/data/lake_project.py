@@ -6,6 +6,11 @@ Paths follow LeanDojo's corpus convention: the project's files relative to its r
 Only library sources are listed: top-level folders starting with a lower-case letter (`test`,
 `scripts`, `docs`) hold no modules a library imports, and build output, hidden folders and
 the Lake configuration are skipped.
+
+Lean core (`Init`, `Std`, `Lean`) is read from the toolchain's own sources when they are there,
+as LeanDojo's corpus holds them: `lean --print-prefix` run in the project (elan then picks the
+project's toolchain), then its `src/lean`, the layout elan installs. Its files get LeanDojo's
+paths, `.lake/packages/lean4/src/lean/Init/Prelude.lean`, as package `lean4`.
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +29,9 @@ LAKEFILES = ("lakefile.lean", "lakefile.toml")
 MANIFEST = "lake-manifest.json"
 _PACKAGE_DIRS = (".lake/packages", "lake-packages")
 _SKIP_DIRS = frozenset((".lake", "lake-packages", "build", "_target"))
+CORE_PACKAGE = "lean4"
+CORE_PREFIX = ".lake/packages/lean4/src/lean/"  # LeanDojo's path of the toolchain's sources
+CORE_ROOTS = ("Init", "Std", "Lean")  # the toolchain's library modules a project imports
 
 
 class NotALakeProject(ValueError):
@@ -46,11 +56,13 @@ class LakeProject:
     missing: list[dict] = field(default_factory=list)  # {package, message}: listed, no sources
     manifest_text: str = ""
     refused_links: list[str] = field(default_factory=list)  # linked folders not followed, and why
+    core_source: Path | None = None  # the toolchain's src/lean, when read
 
     def key(self) -> str:
         """What the corpus of this project depends on, as a short hash: the Lake manifest (the
         dependencies' commits), the toolchain, and the project's own files (path, size, mtime)."""
         h = hashlib.sha1(self.manifest_text.encode())
+        h.update(f"core:{self.core_source}".encode())
         toolchain = self.root / "lean-toolchain"
         if toolchain.is_file():
             h.update(toolchain.read_bytes())
@@ -110,6 +122,37 @@ def _manifest_packages(root: Path) -> tuple[str, list[dict]]:
     return text, [p for p in pkgs if isinstance(p, dict) and p.get("name")]
 
 
+def toolchain_source(root: Path) -> Path | None:
+    """The toolchain's `src/lean` (`lean --print-prefix` run in `root`), or None: no `lean` on
+    PATH, or a toolchain installed without its sources."""
+    lean = shutil.which("lean")
+    if lean is None:
+        return None
+    try:
+        done = subprocess.run([lean, "--print-prefix"], cwd=root, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("lean --print-prefix failed (%s): Lean core is left out of the corpus", e)
+        return None
+    src = Path(done.stdout.strip()) / "src" / "lean"
+    if done.returncode != 0 or not any((src / r).is_dir() for r in CORE_ROOTS):
+        log.warning("the toolchain at %s has no sources in src/lean: Lean core is left out of the corpus",
+                    done.stdout.strip() or "?")
+        return None
+    return src
+
+
+def core_files(src: Path) -> list[SourceFile]:
+    """The toolchain's Init, Std and Lean modules under `src` (its src/lean), with LeanDojo's paths."""
+    out = []
+    for top in CORE_ROOTS:
+        files = [src / f"{top}.lean"] if (src / f"{top}.lean").is_file() else []
+        files += _source_files(src / top) if (src / top).is_dir() else []
+        for p in files:
+            rel = p.relative_to(src).as_posix()
+            out.append(SourceFile(CORE_PREFIX + rel, rel.removesuffix(".lean").replace("/", "."), p, CORE_PACKAGE))
+    return out
+
+
 def read_own_files(root: str | Path) -> LakeProject:
     """The project at `root` with its own files only (not its packages'): what its theorems
     are read from. Raises NotALakeProject when it holds no .lean file."""
@@ -125,9 +168,10 @@ def read_own_files(root: str | Path) -> LakeProject:
     return project
 
 
-def read_project(root: str | Path) -> LakeProject:
-    """The project at `root` and its packages. A folder without a lakefile is read as one
-    package (a warning; `is_lake` False); one without any .lean file raises NotALakeProject."""
+def read_project(root: str | Path, core: bool = True) -> LakeProject:
+    """The project at `root` and its packages, and with `core` Lean core from the toolchain's
+    sources when present (module docstring). A folder without a lakefile is read as one package
+    (a warning; `is_lake` False); one without any .lean file raises NotALakeProject."""
     root = Path(root).expanduser().resolve()
     if not root.is_dir():
         raise NotALakeProject(f"{root}: not a folder")
@@ -174,4 +218,11 @@ def read_project(root: str | Path) -> LakeProject:
                     project.missing.append({"package": d.name, "message": f"{d} holds no .lean source file"})
     if not project.files:
         raise NotALakeProject(f"{root}: no .lean source files in it or in .lake/packages")
+    src = toolchain_source(root) if core and CORE_PACKAGE not in project.packages else None
+    if src is not None:
+        files = core_files(src)
+        if files:
+            project.files += files
+            project.packages[CORE_PACKAGE] = len(files)
+            project.core_source = src
     return project

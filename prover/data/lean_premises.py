@@ -9,7 +9,12 @@ where LeanDojo's corpus (Lean's own constants) goes beyond named declarations:
   guessed as Mathlib's `guessName` would (`prover.data.to_additive`), said in the row
   (`to_additive_name`: explicit, align, guessed); `def_pos` is the explicit name, or the
   `to_additive` word, as Lean's declaration ranges of the twin;
-- `alias a := b` and `alias ⟨a, b⟩ := iff`; `@[simps p q]` lemmas named `<decl>_p`;
+- `alias a := b` and `alias ⟨a, b⟩ := iff`; `@[simps p q]` lemmas named `<decl>_p`, and for a
+  bare `@[simps]` the lemmas of the fields its body writes (`{ obj := …, map := … }` or
+  `where obj := …`: `<decl>_obj`, `<decl>_map`; a field given `by` a proof makes none, and
+  `toFun`/`invFun` are named `apply`/`symm_apply` as simps's default projections of a function
+  coercion), counted as read from the body;
+- `@[reassoc]` (and `attribute [reassoc] x`): the `<decl>_assoc` lemma;
 - `variable` binders in scope that the statement names go in front of its `args`.
 
 Each premise row carries LeanDojo's fields (full_name, code, start, end, kind), `def_pos` /
@@ -36,7 +41,8 @@ ANONYMOUS_INSTANCE = "anonymous instances (Lean names them; not listed)"
 TWIN_GUESSED = "to_additive names guessed (no explicit name, no #align)"
 TWIN_NAMESPACE_GUESSED = "to_additive namespaces guessed (no known twin of the namespace)"
 TWIN_TARGET_UNKNOWN = "attribute [to_additive] on a name this file does not declare (namespace assumed)"
-SIMPS_IMPLICIT = "@[simps] without projection names (generated lemmas not listed)"
+SIMPS_IMPLICIT = "@[simps] without projection names whose body writes no fields (generated lemmas not listed)"
+SIMPS_FROM_BODY = "@[simps] lemmas named from the fields the body writes (nested projections not listed)"
 PARENT_NOTATION = "extends a parent written as notation (its toX projection not listed)"
 IRREDUCIBLE_DEF_EQN = "irreducible_def equations (<name>_def, not listed)"
 
@@ -46,6 +52,14 @@ _ID = r"[^\W\d][\w'!?₀-₉ₐ-ₜ]*(?:\.[^\W\d][\w'!?₀-₉ₐ-ₜ]*)*"
 _IDENT = re.compile(_ID)
 _TO_ADDITIVE = re.compile(r"(?<![\w.])to_additive(?![\w'])")
 _SIMPS = re.compile(r"(?<![\w.])simps!?(?![\w'])")
+_REASSOC = re.compile(r"(?<![\w.])reassoc(?![\w'])")
+_FIELD = re.compile(r"(?:^|(?<=[,{\n]))[ \t]*(" + _ID + r")[ \t]*(?:[^:=\n,{}]*?)?:=[ \t\n]*")
+# Fields of Mathlib's bundled structures that hold proofs (simps makes no lemma of them); a
+# primed field (`map_mul'`) is one by Mathlib's naming convention.
+_PROOF_FIELDS = frozenset(("left_inv", "right_inv", "map_id", "map_comp", "naturality", "hom_inv_id",
+                           "inv_hom_id", "map_rel_iff", "inj", "comm", "w"))
+# simps's default names for the projections of a bundled function (its coercion and inverse).
+_SIMPS_RENAMED = {"toFun": "apply", "invFun": "symm_apply"}
 _ALIGN = re.compile(r"^#align[ \t]+\S+[ \t]+(\S+)", re.MULTILINE)
 _ATTRIBUTE_CMD = re.compile(r"^attribute[ \t]*\[", re.MULTILINE)
 _ALIAS_CMD = re.compile(r"^((?:@\[[^\n]*\][ \t\n]*)?(?:(?:private|protected|noncomputable)[ \t]+)*)alias\b",
@@ -322,6 +336,7 @@ class _Builder:
             self.scan.uncertain[IRREDUCIBLE_DEF_EQN] += 1
         if row is None:
             return
+        self.body = _body_start(code, d.name_end, d.end)
         for a in _attribute_args(mods, m0):
             self.attribute(a, d.name, row, m0, d.end, stmt_end)
 
@@ -357,11 +372,20 @@ class _Builder:
         code = self.f.code
         if (m := _TO_ADDITIVE.match(code, a0)) and m.end() <= a1:
             self.twin(src, code, m.start(), m.end(), a1, row, start, end, stmt_end)
+        elif (m := _REASSOC.match(code, a0)) and m.end() <= a1:
+            if self.row(f"{row['full_name']}_assoc", "reassoc", start, end, stmt_end, m.start(), m.end(),
+                        {"derived_from": row["full_name"]}) is not None:
+                self.scan.counts["@[reassoc] lemmas"] += 1
         elif (m := _SIMPS.match(code, a0)) and m.end() <= a1:
             names = [(w.group(), a0 + w.start()) for w in _IDENT.finditer(text, m.end() - a0)
                      if not _in_parens(text, w.start()) and w.group() not in ("config",)]
             if not names:
-                self.scan.uncertain[SIMPS_IMPLICIT] += 1
+                body = getattr(self, "body", None)
+                names = [(_SIMPS_RENAMED.get(f, f), m.start()) for f in written_fields(code, *body)] if body else []
+                if names:
+                    self.scan.uncertain[SIMPS_FROM_BODY] += len(names)
+                else:
+                    self.scan.uncertain[SIMPS_IMPLICIT] += 1
             for proj, at in names:
                 self.row(f"{row['full_name']}_{proj}", "simps", start, end, stmt_end, at, at + len(proj))
                 self.scan.counts["@[simps] lemmas"] += 1
@@ -443,6 +467,13 @@ class _Builder:
             stop = nxt.start() if nxt else len(code)
             targets = [(t.group(), c + 1 + t.start()) for t in _IDENT.finditer(code[c + 1:stop])]
             for attr in _attribute_args(code[o - 1:c + 1], o - 1):
+                if _REASSOC.match(code, attr[1]):
+                    for target, _ in targets:
+                        src = self._resolve(target, m.start())
+                        if self.row(f"{src}_assoc", "reassoc", m.start(), stop, stop, attr[1],
+                                    attr[1] + len("reassoc"), {"derived_from": src}) is not None:
+                            self.scan.counts["@[reassoc] lemmas"] += 1
+                    continue
                 if not _TO_ADDITIVE.match(code, attr[1]):
                     continue
                 for target, _ in targets:
@@ -494,6 +525,44 @@ class _Builder:
                 if self.row(self.mangle(full, private), "alias", start, body_end, body_end, n0,
                             n0 + len(written)) is not None:
                     self.scan.counts["aliases"] += 1
+
+
+def _body_start(code: str, name_end: int, end: int) -> tuple[int, int] | None:
+    """Where a definition's value starts (after its depth-0 `:=` or `where`) and its end."""
+    for i in _depth0(code, name_end, end):
+        if code.startswith(":=", i):
+            return i + 2, end
+        if code.startswith("where", i) and not (code[i - 1].isalnum() or code[i - 1] in "_'.") and \
+                not code[i + 5: i + 6].isalnum():
+            return i + 5, end
+    return None
+
+
+def written_fields(code: str, start: int, end: int) -> list[str]:
+    """The fields a structure value writes, in order: `{ a := …, b := … }` (not `{ s with …}`'s
+    source) or a `where` block's `a := …`; a field proved `by` a tactic block is left out
+    (simps makes no lemma of a proof). Only the value's top level is read."""
+    body = code[start:end]
+    text = body.lstrip()
+    if text.startswith("{"):
+        close = _matching_close(text, 0, len(text))
+        inner = text[1:close]
+        if " with" in inner.split(":=", 1)[0]:
+            inner = inner.split(" with", 1)[1]
+        top = [i for i in _depth0(inner, 0, len(inner))]
+        flat = "".join(inner[i] if i in set(top) else " " for i in range(len(inner)))
+    else:
+        top = set(_depth0(body, 0, len(body)))
+        flat = "".join(body[i] if i in top else " " for i in range(len(body)))
+        inner = body
+    out = []
+    for m in _FIELD.finditer(flat):
+        if inner[m.end():].startswith("by") and not inner[m.end() + 2: m.end() + 3].isalnum():
+            continue
+        if m.group(1) in _PROOF_FIELDS or m.group(1).endswith("'"):  # Mathlib's proof fields
+            continue
+        out.append(m.group(1))
+    return list(dict.fromkeys(out))
 
 
 def _in_parens(text: str, i: int) -> bool:
