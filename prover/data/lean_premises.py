@@ -386,8 +386,9 @@ class _Builder:
                     self.scan.uncertain[SIMPS_FROM_BODY] += len(names)
                 else:
                     self.scan.uncertain[SIMPS_IMPLICIT] += 1
+            extra = {"simps_projection": "body"} if names and at_body(names, m.start()) else None
             for proj, at in names:
-                self.row(f"{row['full_name']}_{proj}", "simps", start, end, stmt_end, at, at + len(proj))
+                self.row(f"{row['full_name']}_{proj}", "simps", start, end, stmt_end, at, at + len(proj), extra)
                 self.scan.counts["@[simps] lemmas"] += 1
 
     def twin(self, src: str, code: str, word0: int, word1: int, stop: int, row: dict, start: int,
@@ -525,6 +526,11 @@ class _Builder:
                 if self.row(self.mangle(full, private), "alias", start, body_end, body_end, n0,
                             n0 + len(written)) is not None:
                     self.scan.counts["aliases"] += 1
+
+
+def at_body(names: list[tuple[str, int]], word: int) -> bool:
+    """Whether simps's projection names came from the body (each placed at the `simps` word)."""
+    return all(at == word for _, at in names)
 
 
 def _body_start(code: str, name_end: int, end: int) -> tuple[int, int] | None:
