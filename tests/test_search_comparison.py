@@ -74,3 +74,21 @@ def test_the_summary_has_the_table_and_the_literature(tmp_path):
     text = markdown(summary)
     assert "| repl-bm25 | 2 / 3 | 66.7 [" in text and "+33.3 pts (1 vs 0" in text
     assert "literature" in text and "51.2" in text
+
+
+def test_accessible_only_gives_no_premises_where_the_place_is_unknown(tiny_corpus_path):
+    """ReProver's premises are the accessible ones: with `accessible_only` a state whose file is
+    not in the corpus gets none, instead of the whole corpus's best."""
+    from prover.data.corpus import Corpus
+    from prover.search.sources import RetrieverPremises
+    from retriever.base import TheoremContext
+    from retriever.baselines.bm25 import BM25Retriever
+    corpus = Corpus.load(tiny_corpus_path)
+    retriever = BM25Retriever(corpus)
+    unknown = TheoremContext("Elsewhere.lean", (1, 1))
+    known = TheoremContext("C.lean", (5, 8))
+    everywhere = RetrieverPremises(retriever, 3).retrieve(["⊢ a1"], [unknown])
+    strict = RetrieverPremises(retriever, 3, accessible_only=True)
+    assert everywhere[0] and strict.retrieve(["⊢ a1", "⊢ a1"], [unknown, known]) == [
+        [], RetrieverPremises(retriever, 3).retrieve(["⊢ a1"], [known])[0]]
+    assert strict.contexts_dropped == 1

@@ -121,8 +121,13 @@ def markdown(rows: dict[str, dict], label: str = "pass@1") -> list[str]:
     return lines
 
 
+# Said beside the table: what was looked for and not found.
+LITERATURE_NOTE = ("No pass@1 of ReProver on LeanDojo Benchmark 4 (Lean 4) is published in ReProver's README "
+                   "or the LeanDojo paper that we found; its Lean 4 checkpoints come without one.")
+
+
 def literature_markdown() -> list[str]:
     lines = ["Published, for orientation (literature: other data, other Lean; not comparable row by row):", "",
              "| what | pass@1 % | source |", "|---|---|---|"]
     lines += [f"| {x['what']} | {x['pass@1']} | {x['source']} |" for x in LITERATURE]
-    return lines
+    return [*lines, "", LITERATURE_NOTE]
