@@ -25,6 +25,7 @@ from prover.data.state import parse_state, render_state
 from prover.env.base import EnvCrash, GivenUp, ProofFinished, State, TacticError, Timeout
 from prover.env.repl_env import ReplEnv, ReplTarget, goals_text, target_from_source
 from prover.env.repl_session import InsufficientMemory, ReplConfig, ReplSession, memory_check
+from prover.env.lean_query import is_query
 from prover.env.verify import fresh_name
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.sources import NoPremises
@@ -53,7 +54,7 @@ def lean_repl(data_root, tmp_path, monkeypatch, dialect):
     monkeypatch.setenv("FAKE_REPL_LOG", str(log))
 
     def make(version: str, transcripts: list[str], axioms: list[str] | None = None,
-             kernel: str = "accept", **settings) -> ReplConfig:
+             kernel: str = "accept", revision: str | None = None, **settings) -> ReplConfig:
         base = data_root / "lean-repl" / f"{DIALECTS[dialect]}{version}"
         if axioms is not None:
             monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms))
@@ -63,6 +64,9 @@ def lean_repl(data_root, tmp_path, monkeypatch, dialect):
         for folder in ("project", "repl"):
             (tmp_path / folder).mkdir(exist_ok=True)
             (tmp_path / folder / "lean-toolchain").write_text((base / "lean-toolchain").read_text())
+        # The REPL checkout's revision, as lean-interact records it when it copies one: the
+        # commit the transcripts were recorded at (prover.env.repl_revision reads it).
+        (tmp_path / "repl" / ".last_synced_commit").write_text(revision or (base / "COMMIT").read_text())
         return ReplConfig(project=str(tmp_path / "project"), repl_path=str(tmp_path / "repl"), **settings)
 
     make.log = log
@@ -124,13 +128,20 @@ def test_candidate_counts_after_the_full_check(lean_repl):
     fresh = fresh_name("example : f = 37")
     assert done.check == {"status": "proved", "ok": True, "reason": None, "axioms": ["propext"],
                           "native_decide_allowed": False, "name": fresh,
-                          "checks": ["text", "lean", "kernel", "axioms"]}
+                          "checks": ["text", "lean", "kernel", "added", "axioms"], "guarantee": "kernel replay"}
     sent = requests_sent(lean_repl.log)
-    assert sent[-4] == {"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2}  # the header's env
-    # the kernel replays the environment the re-check made: pickled, unpickled into a fresh
-    # import; its axioms are asked there
-    assert sent[-3]["env"] > 2 and sent[-3]["pickleTo"] == sent[-2]["unpickleEnvFrom"]
-    assert sent[-1]["cmd"] == f"#print axioms {fresh}" and sent[-1]["env"] > sent[-3]["env"]
+    recheck = sent.index({"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2})  # the header's env
+    checked_env = 4  # what the re-check answered (ids count up from the transcript's own)
+    sent = sent[recheck + 1:]
+    queries = [r for r in sent if "cmd" in r and is_query(r["cmd"])]
+    # Lean asked, as JSON: the checked environment (its attributes), the kernel's replay of it
+    # (the constants and the fresh name's axioms), the header's (the constants not the proof's)
+    pickled = next(r for r in sent if "pickleTo" in r)
+    unpickled = next(r for r in sent if "unpickleEnvFrom" in r)
+    assert pickled["env"] == checked_env and pickled["pickleTo"] == unpickled["unpickleEnvFrom"]
+    assert [q["env"] for q in queries][0] == checked_env and queries[-1]["env"] == 2
+    assert "prover_check_" in queries[1]["cmd"] and queries[1]["env"] > checked_env
+    assert sent[-1] == {"cmd": f"#print axioms {fresh}", "env": queries[1]["env"]}  # the second opinion
     session.close()
 
 
