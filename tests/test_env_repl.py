@@ -47,17 +47,25 @@ def dialect(request) -> str:
 def lean_repl(data_root, tmp_path, monkeypatch, dialect):
     """`make(version, transcripts, axioms=None, **settings)`: a ReplConfig whose REPL replays
     those transcripts (names relative to lean-repl/[fork-v1.3.18/]<version>/test/, by the
-    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists;
-    `kernel`: whether the kernel replay accepts ("accept") or throws ("reject")."""
+    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists
+    (as printed); `lean_axioms`: the same as the query's components (default: `axioms` cut at
+    dots); `added`: constants the proof added, with flags; `kernel`: whether the kernel replay
+    accepts ("accept") or throws ("reject"); `revision`: the REPL checkout's commit (default:
+    the transcripts')."""
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("FAKE_REPL_LOG", str(log))
 
     def make(version: str, transcripts: list[str], axioms: list[str] | None = None,
-             kernel: str = "accept", revision: str | None = None, **settings) -> ReplConfig:
+             kernel: str = "accept", revision: str | None = None, lean_axioms: list | None = None,
+             added: list | None = None, **settings) -> ReplConfig:
         base = data_root / "lean-repl" / f"{DIALECTS[dialect]}{version}"
         if axioms is not None:
-            monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms))
+            monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms, ensure_ascii=False))
+        if lean_axioms is not None:
+            monkeypatch.setenv("FAKE_REPL_LEAN_AXIOMS", json.dumps(lean_axioms, ensure_ascii=False))
+        if added is not None:
+            monkeypatch.setenv("FAKE_REPL_ADDED", json.dumps(added, ensure_ascii=False))
         monkeypatch.setenv("FAKE_REPL_KERNEL", kernel)
         paths = [str(base / "test" / f"{name}.in") for name in transcripts]
         monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", os.pathsep.join(paths))
@@ -400,3 +408,61 @@ def test_a_worker_on_another_node_builds_its_own_repl(monkeypatch, tmp_path):
     assert repl_session.on_this_node(here) is here and built == []
     moved = repl_session.on_this_node(ReplConfig(repl_path=str(tmp_path / "driver-only")))
     assert moved.repl_path == "/node/repl" and built[0].repl_path is None
+
+
+# Issue 60: the attacks of "no false proof, part three" on lean-interact's real process path.
+
+def test_an_axiom_lean_prints_raw_is_refused_by_the_repl_env(lean_repl):
+    """`axiom «]»» : False` added by meta-code: `#print axioms` prints `[]»]` (escapePart gives up
+    on a part holding »), which reads as no axioms; Lean's components refuse it."""
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["]»"], lean_axioms=[["]»"]]))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and "beyond Lean's standard ones" in out.message
+
+
+def test_an_added_axiom_the_proof_does_not_cite_is_refused(lean_repl):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], added=[[["cheat"], ["axiom"]]]))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and out.message.endswith("no kernel check makes safe: cheat (axiom)")
+
+
+@pytest.mark.parametrize("revision, why", [
+    ("0" * 40, "is not a revision whose unpickleEnvFrom is known to replay through the kernel"),
+    ("c9cde4d461fcf1d56e121bbe7d0c96a7ad40e492", "lean-toolchain is not leanprover/lean4:v4.30.0-rc1"),
+])
+def test_a_repl_not_known_to_replay_through_the_kernel_proves_nothing(lean_repl, revision, why):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], revision=revision))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and why in out.message and revision[:12] in out.message
+    assert not [r for r in requests_sent(lean_repl.log) if "pickleTo" in r]  # no replay was trusted
+
+
+def test_a_bypassing_repl_is_named(lean_repl, tmp_path):
+    cfg = lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], revision="c9cde4d461fcf1d56e121bbe7d0c96a7ad40e492")
+    (tmp_path / "repl" / "lean-toolchain").write_text("leanprover/lean4:v4.30.0-rc1\n")
+    session = ReplSession(cfg)
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and "replayToElabEnv" in out.message and "unverified" not in out.message
+
+
+def test_with_the_replay_off_a_proof_counts_only_when_the_user_says_so(lean_repl):
+    target = ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37")
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], kernel_replay=False))
+    with ReplEnv(target, session) as env:
+        off = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(off, TacticError) and "env.repl.kernel_replay=false" in off.message
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], kernel_replay=False,
+                                    accept_proofs_without_kernel_replay=True))
+    with ReplEnv(target, session) as env:
+        done = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(done, ProofFinished) and done.check["guarantee"].startswith("NO kernel replay")

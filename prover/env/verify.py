@@ -215,8 +215,6 @@ def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, r
     if _settled(ev, label) or command is None or env is None or not ev.declarations:
         return decide(ev, label)  # decided, or nothing to ask: an example has no name (unverified)
     names = tuple(ev.declarations)
-    # The attributes (`@[implemented_by]`, `@[extern]`) live in the checked environment only.
-    attributes = _ask(command, env, (), timeout)
     asked = env
     if kernel_off or replay is None:
         ev = replace(ev, kernel_unavailable="the kernel replay was not run (env.repl.kernel_replay=false)"
@@ -234,9 +232,14 @@ def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, r
             asked = replayed
     if ev.kernel is None and not ev.accept_without_kernel:
         return decide(ev, label)  # unverified: no kernel replay, and the user did not accept that
+    # The attributes (`@[implemented_by]`, `@[extern]`) live in the checked environment only: the
+    # replay carries constants, not attributes. The rest is asked in the replay.
+    attributes = _ask(command, env, (), timeout)
     checked = _ask(command, asked, names, timeout)
     if before is None:
         before = _ask(command, before_env, (), timeout) if before_env is not None else ({}, [])
+    if isinstance(before, str) and not before.startswith("the file before"):
+        before = f"the environment it was checked in: {before}"
     for part in (checked, attributes, before):
         if isinstance(part, str):
             return decide(replace(ev, added=part), label)
@@ -307,9 +310,7 @@ def check_file(run_file: Callable[[Path], dict], command: Command | None, replay
         return decide(ev, ", ".join(named) or None)
     if original is None:
         original = run_file(path)
-    before = _ask(command, original["env"], (), timeout) if "env" in original else \
-        "Lean gave no environment for the file as it is"
-    if isinstance(before, str):
-        return decide(replace(ev, added=f"the file before its proofs: {before}"), ", ".join(named) or None)
+    before = None if "env" in original else "the file before its proofs: Lean gave it no environment"
     return _axioms_and_kernel(ev, answer.get("env"), command, replay if kernel_replay else None, timeout,
-                              ", ".join(named) or None, before=before, kernel_off=not kernel_replay)
+                              ", ".join(named) or None, before_env=original.get("env"), before=before,
+                              kernel_off=not kernel_replay)
