@@ -142,21 +142,6 @@ class Verdict:
                 "name": self.name, "checks": list(self.checks), "guarantee": self.guarantee}
 
 
-def axioms_problem(axioms: Sequence[str], allow_native_decide: bool) -> tuple[Status, str] | None:
-    """Why these axioms (as Lean printed them, escapes kept) reject a proof, or None."""
-    allowed = STANDARD_AXIOMS + (NATIVE_AXIOMS if allow_native_decide else ())
-    bad = [a for a in axioms if a not in allowed]
-    if not bad:
-        return None
-    if SORRY_AXIOM in bad:
-        return Status.SORRY, "the proof depends on sorryAx"
-    native = [a for a in bad if a in NATIVE_AXIOMS]
-    if native and len(native) == len(bad):
-        return Status.AXIOMS, (f"the proof depends on {', '.join(native)} (native_decide): not allowed "
-                               f"(env.repl.allow_native_decide=false)")
-    return Status.AXIOMS, f"the proof depends on axioms beyond Lean's standard ones: {', '.join(bad)}"
-
-
 def shown(name: Components) -> str:
     """A name's components for a reason line: plain parts joined by dots, any other part quoted
     as JSON (so `]»`, `a✝` and macro scopes show as what they are)."""

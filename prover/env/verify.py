@@ -17,13 +17,22 @@ candidate is checked again, cheapest first, each step stopping at the first fail
    environment's own constants through the kernel; a kernel exception there ends the REPL
    process). This stops an auxiliary lemma added without the kernel (`debug.skipKernelTC`,
    `addDeclWithoutChecking` from meta-code) that the theorem merely cites.
-4. `#print axioms` of exactly that name (its namespace from the theorem's full name), asked in
-   the replayed environment: it holds the constants and nothing else the check's elaboration
-   left behind (a `macro_rules` or attribute that meta-code registered to rewrite the answer is
-   not carried over). Exactly one answer for that name is read, its list with Lean's name
-   escaping (`«Classical.choice»` is a name of one component, not Lean's axiom; a `]` inside
-   `«»` does not end the list). With the replay switched off (`env.repl.kernel_replay=false`)
-   it is asked in the check's own environment, and the verdict's checks say so.
+4. Lean's own answer, in the replayed environment (`prover.env.lean_query`: one `#eval` that
+   prints JSON): the constants of the environment's own part with what makes each unsafe, and
+   `Lean.collectAxioms` of exactly that name (its namespace from the theorem's full name), each
+   name as its components. The constants the proof added (those the header's environment
+   lacks) must include no axiom, opaque, partial or unsafe constant, and none with
+   `@[implemented_by]`/`@[extern]` (asked in the check's own environment, where attributes
+   live); the axioms, compared as components, must be standard. No printed name is parsed: an
+   axiom named `]»` prints raw, and `#print axioms` then reads `[]»]`.
+5. `#print axioms` of that name, in the same replay, as a second opinion: its list, read with
+   Lean's `«»` escaping, must name the same axioms, or the verdict is `unverified`.
+   The replay holds the constants and nothing else the check's elaboration left behind (a
+   `macro_rules` or attribute that meta-code registered to rewrite an answer is not carried
+   over). Without a kernel replay (switched off, `env.repl.kernel_replay=false`, or a REPL
+   revision not known to run one, `prover.env.repl_revision`) the verdict is `unverified`
+   unless `env.repl.accept_proofs_without_kernel_replay` is set; then Lean is asked in the
+   check's own environment, and the verdict's guarantee says "NO kernel replay".
 
 For a sorry in a project file (`prove-sorries`, and search on a file target) the file is the
 reference: the file with the proofs in place must elaborate with no error; each patched
