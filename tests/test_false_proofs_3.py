@@ -472,3 +472,19 @@ def test_a_lean4checker_without_fresh_checks_from_the_imports(tmp_path, fake_che
     assert counts["checked"] == 1 and checker.checked[0]["mode"] == "from its imports"
     calls = fake_checker.read_text().splitlines()
     assert calls[0].startswith("--fresh ") and calls[1].startswith("ProverLean4Checker")
+
+
+def test_a_proof_counted_without_the_kernel_says_so_in_every_file_written(tmp_path):
+    from prover.sorries.find import find_sorries
+    from prover.sorries.prove import SorryAttempt, write_report
+    (tmp_path / "A.lean").write_text("theorem a : 1 = 1 := by sorry\n")
+    attempt = SorryAttempt(find_sorries(tmp_path)[0], "proved", proof=["rfl"],
+                           check=f"checked with {GUARANTEE_NO_KERNEL}")
+    report = write_report(tmp_path, [attempt], tmp_path / "out", "repl", write_files=True)
+    assert report["no_kernel_replay"] == ["a"]
+    assert (tmp_path / "out" / "proofs.patch").read_text().startswith("NO kernel replay behind 1 of these proofs")
+    assert (tmp_path / "out" / "patched" / "NO-KERNEL-REPLAY.txt").exists()
+    assert "NO kernel replay behind: a" in (tmp_path / "out" / "report.md").read_text()
+    # git apply skips the leading line: the patch still applies
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "--check", "out/proofs.patch"], cwd=tmp_path, check=True)
