@@ -49,7 +49,7 @@ _QUERY = """open Lean Elab Command in
     let kind := match ci with
       | .axiomInfo _ => #["axiom"]
       | .opaqueInfo _ => #["opaque"]
-      | .defnInfo v => (match v.safety with | .partial => #["partial"] | _ => #[])
+      | .defnInfo v => (match v.safety with | .«partial» => #["partial"] | _ => #[])
       | _ => #[]
     let kind := if ci.isUnsafe then kind.push "unsafe" else kind
     let kind := if (Compiler.implementedByAttr.getParam? env n).isSome then kind.push "implemented_by" else kind
