@@ -20,7 +20,8 @@ import pytest
 
 from prover.data.lean_text import code_tokens, mask_non_code
 from prover.env.lean_query import is_query, name_components, query, read_answer
-from prover.env.repl_revision import DATA as REVISIONS, ReplRevision, kernel_problem, read_revision, table
+from prover.env.repl_revision import DATA as REVISIONS
+from prover.env.repl_revision import ReplRevision, kernel_problem, read_revision, table
 from prover.env.text_check import _tokens, tactic_text_problem
 from prover.env.verdict import GUARANTEE_KERNEL, GUARANTEE_NO_KERNEL, Status
 from prover.env.verify import check_file, check_proof, fresh_name
@@ -357,7 +358,6 @@ FRAGMENTS = ["1", "'\"'", "r\"\\\"", "r#\"a\"b\"#", "s!", "\"{\"", "\"\\\"\"", "
 
 
 def _ours(text: str) -> list[str]:
-    words = {"theorem", "axiom", "gen_injective_theorems%", "s!"}
     return [t for kind, t, _ in code_tokens(mask_non_code(text), _tokens() | {"s!"}) if kind == "ident"]
 
 
@@ -468,7 +468,7 @@ def test_a_lean4checker_without_fresh_checks_from_the_imports(tmp_path, fake_che
     from prover.sorries.lean4checker import Lean4Checker
     monkeypatch.setenv("FAKE_L4C_OLD", "1")
     checker = Lean4Checker(tmp_path)
-    attempt, counts = _recheck_with_checker(tmp_path, checker)
+    _, counts = _recheck_with_checker(tmp_path, checker)
     assert counts["checked"] == 1 and checker.checked[0]["mode"] == "from its imports"
     calls = fake_checker.read_text().splitlines()
     assert calls[0].startswith("--fresh ") and calls[1].startswith("ProverLean4Checker")

@@ -47,7 +47,7 @@ def table() -> dict[str, dict]:
 
 def _git(folder: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None

@@ -28,7 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prover.env.repl_revision import KernelReplayUnavailable, ReplRevision, kernel_problem, read_revision
+from prover.env.repl_revision import (
+    KernelReplayUnavailable,
+    ReplRevision,
+    kernel_problem,
+    read_revision,
+)
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ class Lean4Checker:
 
     def _run(self, cmd: list[str], what: str) -> str | None:
         try:
-            out = subprocess.run(cmd, cwd=self.project, capture_output=True, text=True, timeout=self.timeout,
+            out = subprocess.run(cmd, cwd=self.project, capture_output=True, text=True, timeout=self.timeout, check=False,
                                  env={**os.environ})
         except subprocess.TimeoutExpired:
             return f"{what} did not finish within {self.timeout:g}s"
