@@ -166,6 +166,9 @@ def prepare(cfg: ReplConfig) -> ReplConfig:
     """Fetch and build the REPL once (the driver's job), returning settings whose `repl_path`
     is the built checkout, for workers to start it without building."""
     li_cfg = lean_interact_config(cfg, build=True)
+    problem = kernel_problem(read_revision(li_cfg.cache_repl_dir))
+    if problem:  # said once at the start of a run; each proof's verdict repeats it
+        log.warning("repl: %s", problem)
     return replace(cfg, repl_path=li_cfg.cache_repl_dir)
 
 
