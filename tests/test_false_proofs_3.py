@@ -488,3 +488,19 @@ def test_a_proof_counted_without_the_kernel_says_so_in_every_file_written(tmp_pa
     # git apply skips the leading line: the patch still applies
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "--check", "out/proofs.patch"], cwd=tmp_path, check=True)
+
+
+def test_the_driver_names_an_unknown_repl_at_start(tmp_path, monkeypatch, caplog):
+    """`prepare` (the driver's REPL build) reads the revision once and says in one line when its
+    kernel replay is not one the table lists."""
+    from prover.env.repl_session import ReplConfig, prepare
+    from tests.conftest import REPO
+    monkeypatch.setenv("PATH", f"{REPO / 'tests' / 'fake_repl'}{os.pathsep}{os.environ['PATH']}")
+    for folder in ("project", "repl"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "lean-toolchain").write_text("leanprover/lean4:v4.24.0\n")
+    (tmp_path / "repl" / ".last_synced_commit").write_text("f" * 40 + "\n")
+    with caplog.at_level("WARNING", logger="prover.env.repl_session"):
+        prepare(ReplConfig(project=str(tmp_path / "project"), repl_path=str(tmp_path / "repl")))
+    said = [r.getMessage() for r in caplog.records if "is not a revision" in r.getMessage()]
+    assert len(said) == 1 and "ffffffffffff" in said[0]
