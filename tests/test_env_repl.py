@@ -25,6 +25,7 @@ from prover.data.state import parse_state, render_state
 from prover.env.base import EnvCrash, GivenUp, ProofFinished, State, TacticError, Timeout
 from prover.env.repl_env import ReplEnv, ReplTarget, goals_text, target_from_source
 from prover.env.repl_session import InsufficientMemory, ReplConfig, ReplSession, memory_check
+from prover.env.lean_query import is_query
 from prover.env.verify import fresh_name
 from prover.search.best_first import SearchConfig, best_first_search
 from prover.search.sources import NoPremises
@@ -46,23 +47,34 @@ def dialect(request) -> str:
 def lean_repl(data_root, tmp_path, monkeypatch, dialect):
     """`make(version, transcripts, axioms=None, **settings)`: a ReplConfig whose REPL replays
     those transcripts (names relative to lean-repl/[fork-v1.3.18/]<version>/test/, by the
-    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists;
-    `kernel`: whether the kernel replay accepts ("accept") or throws ("reject")."""
+    `dialect` this test runs on); `axioms`: what `#print axioms` of a re-checked proof lists
+    (as printed); `lean_axioms`: the same as the query's components (default: `axioms` cut at
+    dots); `added`: constants the proof added, with flags; `kernel`: whether the kernel replay
+    accepts ("accept") or throws ("reject"); `revision`: the REPL checkout's commit (default:
+    the transcripts')."""
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("FAKE_REPL_LOG", str(log))
 
     def make(version: str, transcripts: list[str], axioms: list[str] | None = None,
-             kernel: str = "accept", **settings) -> ReplConfig:
+             kernel: str = "accept", revision: str | None = None, lean_axioms: list | None = None,
+             added: list | None = None, **settings) -> ReplConfig:
         base = data_root / "lean-repl" / f"{DIALECTS[dialect]}{version}"
         if axioms is not None:
-            monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms))
+            monkeypatch.setenv("FAKE_REPL_AXIOMS", json.dumps(axioms, ensure_ascii=False))
+        if lean_axioms is not None:
+            monkeypatch.setenv("FAKE_REPL_LEAN_AXIOMS", json.dumps(lean_axioms, ensure_ascii=False))
+        if added is not None:
+            monkeypatch.setenv("FAKE_REPL_ADDED", json.dumps(added, ensure_ascii=False))
         monkeypatch.setenv("FAKE_REPL_KERNEL", kernel)
         paths = [str(base / "test" / f"{name}.in") for name in transcripts]
         monkeypatch.setenv("FAKE_REPL_TRANSCRIPTS", os.pathsep.join(paths))
         for folder in ("project", "repl"):
             (tmp_path / folder).mkdir(exist_ok=True)
             (tmp_path / folder / "lean-toolchain").write_text((base / "lean-toolchain").read_text())
+        # The REPL checkout's revision, as lean-interact records it when it copies one: the
+        # commit the transcripts were recorded at (prover.env.repl_revision reads it).
+        (tmp_path / "repl" / ".last_synced_commit").write_text(revision or (base / "COMMIT").read_text())
         return ReplConfig(project=str(tmp_path / "project"), repl_path=str(tmp_path / "repl"), **settings)
 
     make.log = log
@@ -124,13 +136,20 @@ def test_candidate_counts_after_the_full_check(lean_repl):
     fresh = fresh_name("example : f = 37")
     assert done.check == {"status": "proved", "ok": True, "reason": None, "axioms": ["propext"],
                           "native_decide_allowed": False, "name": fresh,
-                          "checks": ["text", "lean", "kernel", "axioms"]}
+                          "checks": ["text", "lean", "kernel", "added", "axioms"], "guarantee": "kernel replay"}
     sent = requests_sent(lean_repl.log)
-    assert sent[-4] == {"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2}  # the header's env
-    # the kernel replays the environment the re-check made: pickled, unpickled into a fresh
-    # import; its axioms are asked there
-    assert sent[-3]["env"] > 2 and sent[-3]["pickleTo"] == sent[-2]["unpickleEnvFrom"]
-    assert sent[-1]["cmd"] == f"#print axioms {fresh}" and sent[-1]["env"] > sent[-3]["env"]
+    recheck = sent.index({"cmd": f"theorem {fresh} : f = 37 := by simp", "env": 2})  # the header's env
+    checked_env = 4  # what the re-check answered (ids count up from the transcript's own)
+    sent = sent[recheck + 1:]
+    queries = [r for r in sent if "cmd" in r and is_query(r["cmd"])]
+    # Lean asked, as JSON: the checked environment (its attributes), the kernel's replay of it
+    # (the constants and the fresh name's axioms), the header's (the constants not the proof's)
+    pickled = next(r for r in sent if "pickleTo" in r)
+    unpickled = next(r for r in sent if "unpickleEnvFrom" in r)
+    assert pickled["env"] == checked_env and pickled["pickleTo"] == unpickled["unpickleEnvFrom"]
+    assert [q["env"] for q in queries][0] == checked_env and queries[-1]["env"] == 2
+    assert "prover_check_" in queries[1]["cmd"] and queries[1]["env"] > checked_env
+    assert sent[-1] == {"cmd": f"#print axioms {fresh}", "env": queries[1]["env"]}  # the second opinion
     session.close()
 
 
@@ -389,3 +408,61 @@ def test_a_worker_on_another_node_builds_its_own_repl(monkeypatch, tmp_path):
     assert repl_session.on_this_node(here) is here and built == []
     moved = repl_session.on_this_node(ReplConfig(repl_path=str(tmp_path / "driver-only")))
     assert moved.repl_path == "/node/repl" and built[0].repl_path is None
+
+
+# Issue 60: the attacks of "no false proof, part three" on lean-interact's real process path.
+
+def test_an_axiom_lean_prints_raw_is_refused_by_the_repl_env(lean_repl):
+    """`axiom «]»» : False` added by meta-code: `#print axioms` prints `[]»]` (escapePart gives up
+    on a part holding »), which reads as no axioms; Lean's components refuse it."""
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["]»"], lean_axioms=[["]»"]]))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and "beyond Lean's standard ones" in out.message
+
+
+def test_an_added_axiom_the_proof_does_not_cite_is_refused(lean_repl):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], added=[[["cheat"], ["axiom"]]]))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and out.message.endswith("no kernel check makes safe: cheat (axiom)")
+
+
+@pytest.mark.parametrize("revision, why", [
+    ("0" * 40, "is not a revision whose unpickleEnvFrom is known to replay through the kernel"),
+    ("c9cde4d461fcf1d56e121bbe7d0c96a7ad40e492", "lean-toolchain is not leanprover/lean4:v4.30.0-rc1"),
+])
+def test_a_repl_not_known_to_replay_through_the_kernel_proves_nothing(lean_repl, revision, why):
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], revision=revision))
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and why in out.message and revision[:12] in out.message
+    assert not [r for r in requests_sent(lean_repl.log) if "pickleTo" in r]  # no replay was trusted
+
+
+def test_a_bypassing_repl_is_named(lean_repl, tmp_path):
+    cfg = lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], revision="c9cde4d461fcf1d56e121bbe7d0c96a7ad40e492")
+    (tmp_path / "repl" / "lean-toolchain").write_text("leanprover/lean4:v4.30.0-rc1\n")
+    session = ReplSession(cfg)
+    with ReplEnv(ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37"), session) as env:
+        out = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(out, TacticError) and "replayToElabEnv" in out.message and "unverified" not in out.message
+
+
+def test_with_the_replay_off_a_proof_counts_only_when_the_user_says_so(lean_repl):
+    target = ReplTarget("ex", TRACE_SIMP_HEADER, "example : f = 37")
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], kernel_replay=False))
+    with ReplEnv(target, session) as env:
+        off = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(off, TacticError) and "env.repl.kernel_replay=false" in off.message
+    session = ReplSession(lean_repl("v4.24.0", ["trace_simp"], axioms=["propext"], kernel_replay=False,
+                                    accept_proofs_without_kernel_replay=True))
+    with ReplEnv(target, session) as env:
+        done = env.run_tactic(env.initial_state, "simp")
+    session.close()
+    assert isinstance(done, ProofFinished) and done.check["guarantee"].startswith("NO kernel replay")

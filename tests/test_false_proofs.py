@@ -20,7 +20,9 @@ from prover.env.source_target import command_start
 from prover.env.text_check import DATA, command_words, tactic_text_problem
 from prover.env.verdict import Status
 from prover.env.verify import axioms_answer, check_proof, fresh_name, restate
+from prover.env.lean_query import is_query
 from tests.conftest import REPO
+from tests.lean_standin import query_answer, split
 
 STATEMENT = "theorem two_add_two : 2 + 2 = 5"
 
@@ -30,13 +32,28 @@ def info(data: str, env: int = 9) -> dict:
 
 
 class Lean:
-    """A stand-in REPL: the re-check compiles (env 5), `#print axioms` answers `printed`, and
-    the kernel replay answers `kernel` ("" accepted, into env 7). Records what was sent."""
+    """A stand-in REPL: the re-check compiles (env 5), `#print axioms` answers `printed`, the
+    query (`prover.env.lean_query`) answers the fresh theorem and `added` as the constants the
+    check's environment (5) and its replay (7) have of their own, none in the header's (0), and
+    `axioms` (components; default: `printed`'s list cut at dots) as the fresh name's, and the
+    kernel replay answers `kernel` ("" accepted, into env 7). Records what was sent (the
+    queries as `query <env>`)."""
 
-    def __init__(self, printed: str, kernel: str = "") -> None:
+    def __init__(self, printed: str, kernel: str = "", axioms: list | None = None, added: list = ()) -> None:
         self.printed, self.kernel, self.sent = printed, kernel, []
+        self.axioms, self.added = axioms, list(added)
 
     def command(self, cmd, env=None, timeout=None):
+        if is_query(cmd):
+            self.sent.append(f"query {env}")
+            if env == 0:
+                return query_answer(cmd, [], None)
+            axioms = self.axioms
+            if axioms is None:
+                listed = self.printed.split("depends on axioms: [", 1)
+                axioms = split([a.strip() for a in listed[1].rstrip("]").split(",") if a.strip()]) \
+                    if len(listed) == 2 else []
+            return query_answer(cmd, [[[NAME], []]] + self.added, axioms)
         self.sent.append(cmd)
         return info(self.printed, env=6) if cmd.startswith("#print axioms") else {"env": 5}
 
@@ -88,7 +105,10 @@ def test_the_axioms_are_asked_in_the_replayed_environment():
     sent = []
     command = lambda cmd, env=None, timeout=None: sent.append((cmd, env)) or lean.command(cmd, env)
     assert check_proof(command, 0, STATEMENT, ["decide"], replay=lean.replay).ok
-    assert sent == [(f"theorem {NAME} : 2 + 2 = 5 := by decide", 0), (f"#print axioms {NAME}", 7)]
+    assert [(c if not is_query(c) else "query", e) for c, e in sent] == [
+        (f"theorem {NAME} : 2 + 2 = 5 := by decide", 0), ("query", 5), ("query", 7), ("query", 0),
+        (f"#print axioms {NAME}", 7)]
+    assert NAME in sent[2][0] and NAME not in sent[1][0]  # the fresh name's axioms: in the replay
 
 
 def test_weakening_options_come_from_leans_source():
@@ -102,13 +122,17 @@ def test_weakening_options_come_from_leans_source():
 #    escaped name cut the list short, hiding a `sorryAx` after it.
 
 def test_an_axiom_named_like_a_standard_one_is_not_it():
-    verdict = check(Lean(f"'{NAME}' depends on axioms: [propext, «Classical.choice»]"), ["simp"])
-    assert verdict.status is Status.AXIOMS and "«Classical.choice»" in verdict.reason
+    """Lean answers components: `«Classical.choice»` is one part, Lean's axiom two."""
+    lean = Lean(f"'{NAME}' depends on axioms: [propext, «Classical.choice»]",
+                axioms=[["propext"], ["Classical.choice"]])
+    verdict = check(lean, ["simp"])
+    assert verdict.status is Status.AXIOMS and verdict.reason.endswith(': "Classical.choice"')
 
 
 def test_a_bracket_inside_an_escaped_name_does_not_hide_sorry():
-    verdict = check(Lean(f"'{NAME}' depends on axioms: [«x], y», sorryAx]"), ["simp"])
-    assert verdict.status is Status.SORRY and verdict.axioms == ("«x], y»", "sorryAx")
+    lean = Lean(f"'{NAME}' depends on axioms: [«x], y», sorryAx]", axioms=[["x], y"], ["sorryAx"]])
+    verdict = check(lean, ["simp"])
+    assert verdict.status is Status.SORRY and verdict.axioms == ('"x], y"', "sorryAx")
 
 
 # 3. prove-sorries accepted `exact sorryAx _ false` whenever another sorry was left in the
@@ -131,14 +155,19 @@ def _recheck(tmp_path, proof, warned_at, axioms_of_a):
     attempt = SorryAttempt(found[0], "proved", proof=proof)
     sent = []
 
+    def command(cmd, env=None, timeout=None):
+        if is_query(cmd):  # the file as it is (env 1) has `a` and `b`; the patched one (0) too
+            return query_answer(cmd, [[["a"], []], [["b"], []]], split(axioms_of_a))
+        return info(f"'{cmd.split()[-1]}' depends on axioms: [{', '.join(axioms_of_a)}]")
+
     def run_file(path):
-        sent.append(path.read_text())
+        original = path.name == "A.lean"
+        if not original:
+            sent.append(path.read_text())
         warnings = [{"severity": "warning", "pos": {"line": line, "column": col},
                      "data": "declaration uses 'sorry'"} for line, col in warned_at]
-        return {"env": 0, "messages": warnings, "sorries": [{"proofState": 0, "goal": "⊢ 2 = 2"}]}
-
-    def command(cmd, env=None, timeout=None):
-        return info(f"'{cmd.split()[-1]}' depends on axioms: [{', '.join(axioms_of_a)}]")
+        return {"env": 1 if original else 0, "messages": warnings,
+                "sorries": [{"proofState": 0, "goal": "⊢ 2 = 2"}]}
 
     counts = recheck_files_in_repl([attempt], tmp_path, run_file, command, replay=lambda env: ("", env))
     return attempt, counts, sent

@@ -11,8 +11,10 @@ import os
 
 import pytest
 
+from prover.env.lean_query import is_query
 from prover.env.lean_version import EnvChoiceError, choose_env
 from tests.conftest import REPO
+from tests.lean_standin import query_answer
 from tests.search_doubles import ScriptedSpec, save_untrained_generator
 
 FAKE_BIN = REPO / "tests" / "fake_repl"
@@ -159,6 +161,8 @@ def test_recheck_before_writing(tmp_path):
     printed = []
 
     def command(cmd, env=None, timeout=None):  # `#print axioms` in the file's environment (Lean's format)
+        if is_query(cmd):  # and the query, answered as tests/lean_standin.py says
+            return query_answer(cmd, [[["a"], []], [["b"], []]], [["propext"]])
         printed.append(cmd)
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [propext]"}]}
 
@@ -188,6 +192,8 @@ def test_recheck_before_writing_refuses_sorry_axioms_and_escaping_text(tmp_path)
         return {"env": 0, "messages": [], "sorries": [{"goal": "g"}] * path.read_text().count("sorry")}
 
     def command(cmd, env=None, timeout=None):
+        if is_query(cmd):
+            return query_answer(cmd, [[["a"], []], [["b"], []]], [["sorryAx"]])
         return {"messages": [{"severity": "info", "data": f"'{cmd.split()[-1]}' depends on axioms: [sorryAx]"}]}
 
     counts = recheck_files_in_repl(attempts, tmp_path, run_file, command, replay=lambda env: ("", env))

@@ -12,8 +12,10 @@ from prover.env.base import ProofFinished, State, TacticError
 from prover.env.repl_env import ReplEnv, ReplTarget, target_from_source
 from prover.env.repl_session import ReplConfig, ReplSession
 from prover.env.text_check import tactic_text_problem
-from prover.env.verdict import Status, axioms_problem
+from prover.env.verdict import Status, lean_axioms_problem
+from prover.env.lean_query import is_query
 from prover.env.verify import axioms_answer, check_proof, fresh_name, restate
+from tests.lean_standin import query_answer
 
 
 def info(data: str) -> dict:
@@ -45,12 +47,15 @@ def test_axioms_of_another_name_or_an_error_are_no_answer():
 
 
 def test_only_the_standard_axioms_pass():
-    assert axioms_problem(["propext", "Classical.choice", "Quot.sound"], False) is None
-    assert axioms_problem(["sorryAx"], False) == (Status.SORRY, "the proof depends on sorryAx")
-    assert axioms_problem(["Lean.ofReduceBool"], False)[1].startswith("the proof depends on Lean.ofReduceBool (native_decide)")
-    assert axioms_problem(["Lean.ofReduceBool", "Lean.trustCompiler"], True) is None
-    assert axioms_problem(["Lean.ofReduceBool", "cheat"], True) == \
+    """Decided on Lean's components: `("Classical.choice",)` (one part) is not Lean's axiom."""
+    assert lean_axioms_problem([("propext",), ("Classical", "choice"), ("Quot", "sound")], False) is None
+    assert lean_axioms_problem([("sorryAx",)], False) == (Status.SORRY, "the proof depends on sorryAx")
+    assert lean_axioms_problem([("Lean", "ofReduceBool")], False)[1].startswith(
+        "the proof depends on Lean.ofReduceBool (native_decide)")
+    assert lean_axioms_problem([("Lean", "ofReduceBool"), ("Lean", "trustCompiler")], True) is None
+    assert lean_axioms_problem([("Lean", "ofReduceBool"), ("cheat",)], True) == \
         (Status.AXIOMS, "the proof depends on axioms beyond Lean's standard ones: cheat")
+    assert lean_axioms_problem([("Classical.choice",)], False)[0] is Status.AXIOMS
 
 
 @pytest.mark.parametrize("tactic", [
@@ -113,11 +118,12 @@ def test_a_proof_whose_axioms_include_its_own_is_rejected():
     axioms answer still names it."""
     name = fresh_name("theorem t : False")
     lean = Recorder(lambda cmd: info(f"'{name}' depends on axioms: [cheat]") if cmd.startswith("#print")
-                    else {"env": 5})
+                    else query_answer(cmd, [], [["cheat"]]) if is_query(cmd) else {"env": 5})
     verdict = check_proof(lean.command, 0, "theorem t : False", ["exact cheat"], replay=lambda env: ("", env))
     assert (verdict.status, verdict.axioms, verdict.reason) == (
         Status.AXIOMS, ("cheat",), "the proof depends on axioms beyond Lean's standard ones: cheat")
-    assert lean.sent == [(f"theorem {name} : False := by exact cheat", 0), (f"#print axioms {name}", 5)]
+    assert [(c if not is_query(c) else "query", e) for c, e in lean.sent] == [
+        (f"theorem {name} : False := by exact cheat", 0), ("query", 5), ("query", 5), ("query", 0)]
 
 
 class ScriptedSession(ReplSession):
@@ -132,7 +138,17 @@ class ScriptedSession(ReplSession):
         return self.answer(request)
 
 
-def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_root):
+def kernel_repl(tmp_path):
+    """A REPL checkout at a revision the table lists as replaying through the kernel (the
+    upstream REPL at v4.24.0, whose transcripts the tests replay), as lean-interact leaves one."""
+    folder = tmp_path / "repl"
+    folder.mkdir(exist_ok=True)
+    (folder / ".last_synced_commit").write_text("8fff8552292860d349b459d6a811e6915671dc0d\n")
+    (folder / "lean-toolchain").write_text("leanprover/lean4:v4.24.0\n")
+    return folder
+
+
+def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_root, tmp_path):
     """Nat.Partrec.Code.const_inj is proved by equations (no top-level `:=`). Its statement
     used to run on into the next declaration, whose goal became the root: a proof of that
     goal counted. Now the root and the re-check are const_inj's own signature."""
@@ -152,21 +168,29 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
             return {"env": req.get("env", 99)}  # unpickled: a new environment, 99
         if req["cmd"].startswith("#print axioms"):
             return info(f"'Nat.Partrec.Code.{name}' depends on axioms: [propext]")
+        if is_query(req["cmd"]):
+            return query_answer(req["cmd"], [], [["propext"]], env=50 + len(session.sent))
         if req["cmd"].endswith(":= by sorry"):
             return {"sorries": [{"proofState": 0, "goal": "⊢ ∀ {n₁ n₂ : ℕ}, const n₁ = const n₂ → n₁ = n₂"}], "env": 9}
         return {"env": len(session.sent)}
 
     session = ScriptedSession(answer)
+    session.read_revision(str(kernel_repl(tmp_path)))
     with ReplEnv(target, session) as env:
         done = env.run_tactic(env.initial_state, "intro n₁ n₂ h; exact h")
     assert isinstance(done, ProofFinished) and done.check["ok"]
-    cmds = [r["cmd"] for r in session.sent if "cmd" in r]
+    cmds = [r["cmd"] for r in session.sent if "cmd" in r and not is_query(r["cmd"])]
     assert cmds[-3] == target.statement + " := by sorry"
     assert cmds[-2] == target.statement.replace("const_inj", name) + " := by intro n₁ n₂ h; exact h"
     assert "def id" not in cmds[-3] and "| 0, 0" not in cmds[-3]
     assert cmds[-1] == f"#print axioms Nat.Partrec.Code.{name}"  # exactly the name Lean gives it
-    assert [list(r) for r in session.sent[-3:-1]] == [["pickleTo", "env"], ["unpickleEnvFrom"]]
-    assert session.sent[-1]["env"] == 99  # asked in the kernel's replay of the check
+    kernel = [list(r) for r in session.sent if "pickleTo" in r or "unpickleEnvFrom" in r]
+    assert kernel == [["pickleTo", "env"], ["unpickleEnvFrom"]]
+    asked = [r for r in session.sent if "cmd" in r and is_query(r["cmd"]) and "prover_check_" in r["cmd"]]
+    # the fresh name's axioms (components, built in Lean) and #print axioms: in the kernel's replay
+    assert [r["env"] for r in asked] == [99] and session.sent[-1]["env"] == 99
+    assert '(Name.mkStr (Name.mkStr (Name.mkStr (Name.mkStr Name.anonymous "Nat") "Partrec") "Code") ' \
+           f'"{name}")' in asked[0]["cmd"]
 
 
 def test_a_runaway_tactic_is_a_failed_tactic_and_its_state_lives():

@@ -199,13 +199,23 @@ def project_folder(start: Path) -> Path:
 def recheck_in_repl(attempts: list, root: Path, session) -> str:
     """Each file with its proofs in place must elaborate in the REPL before it is patched."""
     from prover.sorries.check import CHECKED, REJECTED, recheck_files_in_repl
+    from prover.sorries import lean4checker
     cfg = session.cfg
+    checker = lean4checker.Lean4Checker(Path(cfg.project or root), cfg.lake) if lean4checker.available() else None
     n = recheck_files_in_repl(attempts, root, session.file, session.command, cfg.allow_native_decide,
-                              session.replay_in_kernel, cfg.kernel_replay)
+                              session.replay_in_kernel, cfg.kernel_replay,
+                              cfg.accept_proofs_without_kernel_replay, checker)
     if not n[CHECKED] + n[REJECTED]:
         return "no proof to re-check in the REPL"
-    return (f"re-checked in the REPL, each file with its proofs in place: {n[CHECKED]} accepted, "
+    note = (f"re-checked in the REPL, each file with its proofs in place: {n[CHECKED]} accepted, "
             f"{n[REJECTED]} rejected (not patched)")
+    if cfg.accept_proofs_without_kernel_replay:
+        note += ("; NO kernel replay required (env.repl.accept_proofs_without_kernel_replay=true): "
+                 "an accepted proof may not have been replayed through the kernel")
+    if session.kernel_problem:
+        note += f"; {session.kernel_problem}"
+    note += "; " + (checker.note() if checker is not None else "lean4checker: not installed (not run)")
+    return note
 
 
 def recheck_in_lean(attempts: list, project) -> str:

@@ -248,11 +248,13 @@ class ReplEnv(ProofEnv):
         if t.file is not None:
             return check_file(s.file, s.command, self._replay, Path(t.file), self.patch_file(tactics),
                               [t.decl], [tactics], cfg.allow_native_decide, cfg.kernel_replay,
-                              cfg.check_timeout)
+                              cfg.check_timeout, original=s.file_sorries(Path(t.file)),
+                              accept_without_kernel=cfg.accept_proofs_without_kernel_replay)
         env = s.header_env(t.header)  # the same id unless the REPL restarted since opening
         return check_proof(s.command, env, t.statement, tactics, cfg.allow_native_decide,
                            cfg.check_timeout, full_name=t.name, replay=self._replay,
-                           kernel_replay=cfg.kernel_replay)
+                           kernel_replay=cfg.kernel_replay,
+                           accept_without_kernel=cfg.accept_proofs_without_kernel_replay)
 
     def _replay(self, env: int) -> tuple[str, int | None]:
         return self.session.replay_in_kernel(env)

@@ -28,6 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from prover.env.repl_revision import (
+    KernelReplayUnavailable,
+    ReplRevision,
+    kernel_problem,
+    read_revision,
+)
+
 log = logging.getLogger(__name__)
 
 GIB = 2**30
@@ -41,7 +48,11 @@ class ReplConfig:
     # A built REPL checkout (has .lake/build/bin/repl) for the project's toolchain. null: lean-
     # interact fetches its REPL for that toolchain and builds it once (`prepare`, in the driver).
     repl_path: str | None = None
-    repl_rev: str | None = None  # lean-interact's REPL revision (null: lean-interact's default)
+    # lean-interact's REPL revision (its fork's release; null: lean-interact's default, v1.3.19 in
+    # 0.11.6, which we have not read). v1.3.18 is the release whose unpickling we read to replay
+    # through the kernel up to toolchain v4.29 (prover/env/repl_revisions.json); the session
+    # checks the revision it runs at start either way (prover.env.repl_revision).
+    repl_rev: str | None = "v1.3.18"
     lake: str = "lake"
     timeout: float = 60.0  # seconds per tactic; past it the REPL is killed and restarted
     # Seconds to elaborate a header (importing Mathlib takes minutes the first time) or a file.
@@ -73,9 +84,12 @@ class ReplConfig:
     allow_native_decide: bool = False
     # Whether a proof's check ends with Lean's kernel replaying every constant it added
     # (pickle, then unpickle into a fresh import: `prover.env.verify`). It costs one import of
-    # the header's modules per proof found, not per tactic; off, a proof is checked without it
-    # and its verdict says so (no "kernel" among its checks).
+    # the header's modules per proof found, not per tactic. Off (or on a REPL revision not known
+    # to replay through the kernel), no proof counts: each is `unverified`...
     kernel_replay: bool = True
+    # ...unless this is set: proofs then count with no kernel replay behind them, and every
+    # verdict, summary row and prove-sorries report says "NO kernel replay".
+    accept_proofs_without_kernel_replay: bool = False
     # How a theorem's root goal is opened: `:= by sorry` or `:= sorry` (both give its goal).
     root: str = "by sorry"
 
@@ -152,6 +166,9 @@ def prepare(cfg: ReplConfig) -> ReplConfig:
     """Fetch and build the REPL once (the driver's job), returning settings whose `repl_path`
     is the built checkout, for workers to start it without building."""
     li_cfg = lean_interact_config(cfg, build=True)
+    problem = kernel_problem(read_revision(li_cfg.cache_repl_dir))
+    if problem:  # said once at the start of a run; each proof's verdict repeats it
+        log.warning("repl: %s", problem)
     return replace(cfg, repl_path=li_cfg.cache_repl_dir)
 
 
@@ -196,16 +213,29 @@ class ReplSession:
         self._server: Any = None
         self._headers: dict[tuple[str, ...], int] = {}
         self._files: dict[tuple[str, str], dict] = {}  # (path, content hash) -> its answer
+        self.revision: ReplRevision | None = None  # read at start (prover.env.repl_revision)
+        self.kernel_problem: str | None = None  # why its kernel replay is not relied on, or None
 
     # -- process ---------------------------------------------------------------------------
 
     def start(self) -> None:
         li = _lean_interact()
         config = lean_interact_config(self.cfg, build=False)
+        if self.revision is None:
+            self.read_revision(config.cache_repl_dir)
         try:
             self._server = li.LeanServer(config)
         except (OSError, ChildProcessError) as e:
             raise ReplDied(f"the Lean REPL did not start: {' '.join(str(e).split())[:300]}") from e
+
+    def read_revision(self, repl_dir: str) -> None:
+        """Read the REPL's revision and whether its kernel replay is one we rely on (once)."""
+        self.revision = read_revision(repl_dir)
+        self.kernel_problem = kernel_problem(self.revision)
+        if self.kernel_problem:
+            log.warning("repl: %s", self.kernel_problem)
+        else:
+            log.info("repl: %s replays through the kernel", self.revision.describe())
 
     def close(self) -> None:
         server, self._server = self._server, None
@@ -294,6 +324,10 @@ class ReplSession:
         process ends, and this says so. The new environment holds the replayed constants and
         none of the extension entries (macros, attributes) the original had added."""
         import tempfile
+        if self.revision is None:
+            self.read_revision(lean_interact_config(self.cfg, build=False).cache_repl_dir)
+        if self.kernel_problem:
+            raise KernelReplayUnavailable(self.kernel_problem)
         limit = timeout or self.cfg.check_timeout
         with tempfile.TemporaryDirectory(prefix="prover-kernel-") as folder:
             olean = str(Path(folder) / "check.olean")

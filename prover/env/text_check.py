@@ -56,10 +56,30 @@ def plain_name(token: str) -> str:
     return name[len("_root_."):] if name.startswith("_root_.") else name
 
 
+@lru_cache(maxsize=1)
+def _tokens() -> frozenset[str]:
+    """The command tokens holding characters no identifier has (`gen_injective_theorems%`, the
+    `#` commands): the lexer reads them whole, as Lean's token table does."""
+    words, hashes, _ = _data()
+    return frozenset(w for w in words if not all(c.isalnum() or c in "_'!?." for c in w)) | hashes
+
+
 def _problem(text: str) -> str | None:
+    # Read as Lean reads it, and, where a string holds a `{`, also as an interpolated string
+    # (a library's own syntax may make it one): a problem in either reading refuses the text.
+    readings = [mask_non_code(text)]
+    if "{" in text and '"' in text:
+        readings.append(mask_non_code(text, interpolate_all=True))
+    for code in readings:
+        problem = _problem_in(text, code)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _problem_in(text: str, code: str) -> str | None:
     words, hashes, options = _data()
-    code = mask_non_code(text)
-    for kind, token, start in code_tokens(code):
+    for kind, token, start in code_tokens(code, _tokens()):
         why = None
         if kind == "attribute" and "@[" in words:
             why = "the attribute command `@[`, which would end the proof"
@@ -97,4 +117,5 @@ def contains_sorry(text: str) -> bool:
     """Whether the code of `text` names `sorry`, `admit` or `sorryAx` (whole tokens: `h_admit`,
     `Foo.sorry` and `sorry'` are other names)."""
     return any(kind == "ident" and plain_name(token) in SORRY_WORDS
-               for kind, token, _ in code_tokens(mask_non_code(text)))
+               for code in {mask_non_code(text), mask_non_code(text, interpolate_all=True)}
+               for kind, token, _ in code_tokens(code, _tokens()))

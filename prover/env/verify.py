@@ -17,13 +17,22 @@ candidate is checked again, cheapest first, each step stopping at the first fail
    environment's own constants through the kernel; a kernel exception there ends the REPL
    process). This stops an auxiliary lemma added without the kernel (`debug.skipKernelTC`,
    `addDeclWithoutChecking` from meta-code) that the theorem merely cites.
-4. `#print axioms` of exactly that name (its namespace from the theorem's full name), asked in
-   the replayed environment: it holds the constants and nothing else the check's elaboration
-   left behind (a `macro_rules` or attribute that meta-code registered to rewrite the answer is
-   not carried over). Exactly one answer for that name is read, its list with Lean's name
-   escaping (`«Classical.choice»` is a name of one component, not Lean's axiom; a `]` inside
-   `«»` does not end the list). With the replay switched off (`env.repl.kernel_replay=false`)
-   it is asked in the check's own environment, and the verdict's checks say so.
+4. Lean's own answer, in the replayed environment (`prover.env.lean_query`: one `#eval` that
+   prints JSON): the constants of the environment's own part with what makes each unsafe, and
+   `Lean.collectAxioms` of exactly that name (its namespace from the theorem's full name), each
+   name as its components. The constants the proof added (those the header's environment
+   lacks) must include no axiom, opaque, partial or unsafe constant, and none with
+   `@[implemented_by]`/`@[extern]` (asked in the check's own environment, where attributes
+   live); the axioms, compared as components, must be standard. No printed name is parsed: an
+   axiom named `]»` prints raw, and `#print axioms` then reads `[]»]`.
+5. `#print axioms` of that name, in the same replay, as a second opinion: its list, read with
+   Lean's `«»` escaping, must name the same axioms, or the verdict is `unverified`.
+   The replay holds the constants and nothing else the check's elaboration left behind (a
+   `macro_rules` or attribute that meta-code registered to rewrite an answer is not carried
+   over). Without a kernel replay (switched off, `env.repl.kernel_replay=false`, or a REPL
+   revision not known to run one, `prover.env.repl_revision`) the verdict is `unverified`
+   unless `env.repl.accept_proofs_without_kernel_replay` is set; then Lean is asked in the
+   check's own environment, and the verdict's guarantee says "NO kernel replay".
 
 For a sorry in a project file (`prove-sorries`, and search on a file target) the file is the
 reference: the file with the proofs in place must elaborate with no error; each patched
@@ -48,7 +57,10 @@ from pathlib import Path
 
 from prover.data.lean_decls import LeanFile
 from prover.data.lean_text import mask_non_code
+from prover.env.lean_query import added_unsafe, read_answer
+from prover.env.lean_query import query as lean_query
 from prover.env.proof_text import standalone_proof
+from prover.env.repl_revision import KernelReplayUnavailable
 from prover.env.text_check import tactic_text_problem
 from prover.env.verdict import SOURCE_REPL, Evidence, Verdict, decide
 
@@ -180,38 +192,73 @@ def lean_evidence(ev: Evidence, answer: dict, sorry_warnings: Sequence[str] = ()
 def check_proof(command: Command, env: int | None, statement: str, tactics: Sequence[str],
                 allow_native_decide: bool = False, timeout: float | None = None,
                 full_name: str | None = None, replay: Replay | None = None,
-                kernel_replay: bool = True) -> Verdict:
+                kernel_replay: bool = True, accept_without_kernel: bool = False) -> Verdict:
     """Check found `tactics` as a proof of `statement` in environment `env` (see the module
     docstring). `command` sends one REPL command and returns Lean's answer; `replay` runs the
-    kernel replay of an environment (required unless `kernel_replay` is switched off)."""
+    kernel replay of an environment (without it, or with `kernel_replay` off, the verdict is
+    `unverified` unless `accept_without_kernel`)."""
     from prover.env.repl_session import uses_sorry
     ev = Evidence(SOURCE_REPL, allow_native_decide, text_problem=tactic_text_problem(tactics),
-                  text_checked=True, kernel_required=kernel_replay)
+                  text_checked=True, accept_without_kernel=accept_without_kernel)
     if ev.text_problem is not None:
         return decide(ev)
     text, name = restate(statement, full_name)
     answer = command(f"{text} := {standalone_proof(tactics)}", env=env, timeout=timeout)
     ev = lean_evidence(ev, answer, [name] if uses_sorry(answer) else [])
     return _axioms_and_kernel(replace(ev, declarations=(name,)), answer["env"] if "env" in answer else None,
-                              command, replay, timeout, name)
+                              command, replay if kernel_replay else None, timeout, name,
+                              before_env=env, kernel_off=not kernel_replay)
+
+
+def _ask(command: Command, env: int | None, names: Sequence[str], timeout: float | None):
+    """Lean's answer to the query (`prover.env.lean_query`) in `env`, read; or why not."""
+    return read_answer(command(lean_query(names), env=env, timeout=timeout), len(names))
 
 
 def _axioms_and_kernel(ev: Evidence, env: int | None, command: Command | None, replay: Replay | None,
-                       timeout: float | None, label: str | None) -> Verdict:
-    """Steps 3 and 4 (see the module docstring), each only while nothing has failed yet."""
+                       timeout: float | None, label: str | None, before_env: int | None = None,
+                       before: dict | None = None, kernel_off: bool = False) -> Verdict:
+    """Steps 3 and 4 (see the module docstring), each only while nothing has failed yet.
+    `before_env`: the environment the check ran in (its own constants are not the proof's),
+    or `before`: that environment's constants already read; neither: an empty one."""
     if _settled(ev, label) or command is None or env is None or not ev.declarations:
         return decide(ev, label)  # decided, or nothing to ask: an example has no name (unverified)
-    if ev.kernel_required:
-        if replay is None:
-            return decide(ev, label)  # unverified: the kernel replay is required and cannot run
-        reason, replayed = replay(env)
+    names = tuple(ev.declarations)
+    asked = env
+    if kernel_off or replay is None:
+        ev = replace(ev, kernel_unavailable="the kernel replay was not run (env.repl.kernel_replay=false)"
+                     if kernel_off else "the kernel replay was not run (no replay for this REPL)")
+    else:
+        try:
+            reason, replayed = replay(env)
+        except KernelReplayUnavailable as e:
+            reason, replayed = None, None
+            ev = replace(ev, kernel_unavailable=str(e))
         ev = replace(ev, kernel=reason)
-        if reason or replayed is None:
+        if reason or (reason is not None and replayed is None):
             return decide(ev, label)
-        env = replayed
-    answers = {d: axioms_answer(command(f"#print axioms {d}", env=env, timeout=timeout), d)
-               for d in ev.declarations}
-    return decide(replace(ev, axioms=answers), label)
+        if replayed is not None:
+            asked = replayed
+    if ev.kernel is None and not ev.accept_without_kernel:
+        return decide(ev, label)  # unverified: no kernel replay, and the user did not accept that
+    # The attributes (`@[implemented_by]`, `@[extern]`) live in the checked environment only: the
+    # replay carries constants, not attributes. The rest is asked in the replay.
+    attributes = _ask(command, env, (), timeout)
+    checked = _ask(command, asked, names, timeout)
+    if before is None:
+        before = _ask(command, before_env, (), timeout) if before_env is not None else ({}, [])
+    if isinstance(before, str) and not before.startswith("the file before"):
+        before = f"the environment it was checked in: {before}"
+    for part in (checked, attributes, before):
+        if isinstance(part, str):
+            return decide(replace(ev, added=part), label)
+    locals_, lean = checked
+    ev = replace(ev, added=tuple(added_unsafe(locals_, before[0], attributes[0])),
+                 lean_axioms={d: (a if a is not None else f"Lean does not know {d}") for d, a in zip(names, lean)})
+    if _settled(ev, label):
+        return decide(ev, label)  # Lean's own answer already refuses: no second opinion needed
+    printed = {d: axioms_answer(command(f"#print axioms {d}", env=asked, timeout=timeout), d) for d in names}
+    return decide(replace(ev, axioms=printed), label)
 
 
 def _settled(ev: Evidence, name: str | None) -> bool:
@@ -241,17 +288,20 @@ def sorry_warnings_in(answer: dict, text: str, names: Sequence[str]) -> list[str
 def check_file(run_file: Callable[[Path], dict], command: Command | None, replay: Replay | None,
                path: Path, patched: bytes, decls: Sequence[str | None], tactics: Sequence[Sequence[str]],
                allow_native_decide: bool = False, kernel_replay: bool = True,
-               timeout: float | None = None) -> Verdict:
+               timeout: float | None = None, original: dict | None = None,
+               accept_without_kernel: bool = False) -> Verdict:
     """The verdict on proofs patched into a project file (`patched`: the file with them in
     place of their sorries; `decls`: each proof's declaration, None for an example; `tactics`:
     each proof's tactics). See the module docstring: the file elaborates with no error, each
     patched declaration is free of sorry and its axioms are standard, and the kernel replays
     the file's environment. The file is elaborated from a temporary copy beside it (same
-    folder, so the same project), removed afterwards."""
+    folder, so the same project), removed afterwards. `original`: Lean's answer to the file as
+    it is (its sorries in place), whose constants are the file's, not the proofs'; None: the
+    file is elaborated for it here."""
     import tempfile
     problem = next((p for p in map(tactic_text_problem, tactics) if p is not None), None)
     ev = Evidence(SOURCE_REPL, allow_native_decide, text_problem=problem, text_checked=True,
-                  kernel_required=kernel_replay)
+                  accept_without_kernel=accept_without_kernel)
     if problem is not None:
         return decide(ev)
     with tempfile.NamedTemporaryFile("wb", suffix=".lean", dir=path.parent, prefix=".prover-check-",
@@ -265,4 +315,11 @@ def check_file(run_file: Callable[[Path], dict], command: Command | None, replay
     text = patched.decode("utf-8", errors="replace")
     ev = lean_evidence(ev, answer, sorry_warnings_in(answer, text, named), count_sorries=False)
     ev = replace(ev, declarations=tuple(named) if len(named) == len(decls) else ())
-    return _axioms_and_kernel(ev, answer.get("env"), command, replay, timeout, ", ".join(named) or None)
+    if _settled(ev, None) or command is None:
+        return decide(ev, ", ".join(named) or None)
+    if original is None:
+        original = run_file(path)
+    before = None if "env" in original else "the file before its proofs: Lean gave it no environment"
+    return _axioms_and_kernel(ev, answer.get("env"), command, replay if kernel_replay else None, timeout,
+                              ", ".join(named) or None, before_env=original.get("env"), before=before,
+                              kernel_off=not kernel_replay)

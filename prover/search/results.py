@@ -138,6 +138,16 @@ def _named_now(saved: dict | None) -> dict | None:
     return {**saved, "search": search, "generator": generator}
 
 
+def guarantee_of(record: dict) -> str:
+    """What stands behind a proved record (its verdict's guarantee); older records, without one,
+    by their env: the REPL's said nothing, so nothing is claimed for them."""
+    check = record.get("check") or {}
+    if check.get("guarantee"):
+        return check["guarantee"]
+    return {ENV_LEANDOJO: "lean-dojo Dojo: no error, no sorry; no axioms answer, no kernel replay",
+            ENV_REPLAY: "simulator: a recorded proof replayed, no Lean"}.get(record.get("env"), "not recorded")
+
+
 def summarize_run(records: list[dict], expected: int | None = None) -> dict:
     """Counts and means over the latest record of each theorem."""
     latest = list({r["key"]: r for r in records}.values())
@@ -170,6 +180,9 @@ def summarize_run(records: list[dict], expected: int | None = None) -> dict:
         "mean_generation_s": mean([t.get("generation_s", 0.0) for t in times]),
         "mean_environment_s": mean([t.get("environment_s", 0.0) for t in times]),
         "proofs": {r["theorem"]: r["proof"] for r in proved},
+        # What stands behind the proofs counted (each verdict's guarantee): the kernel replay,
+        # NO kernel replay (the user's explicit setting), lean-dojo's Dojo, or the simulator.
+        "guarantee": sorted({guarantee_of(r) for r in proved}),
         "retried": sum(r.get("attempt", 1) > 1 for r in latest),
     }
 
@@ -226,8 +239,8 @@ def markdown(summary: dict) -> str:
         else:
             parts += [f"## env: {env}", ""]
         parts += [f"| retriever | theorems | proved | {label} | failed | errors | env start failures "
-                  f"| mean nodes | mean time / theorem (s) | retrieval / generation / env (s) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  f"| mean nodes | mean time / theorem (s) | retrieval / generation / env (s) | checked by |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(rows, key=lambda r: r["retriever"] or ""):
             split = " / ".join(_fmt(r[k]) for k in ("mean_retrieval_s", "mean_generation_s",
                                                       "mean_environment_s"))
@@ -237,7 +250,7 @@ def markdown(summary: dict) -> str:
             errors = r["errors"] + r["worker_lost"]
             parts.append(f"| {r['retriever']} | {theorems} | {r['proved']} | {rate} | {r['failed']} "
                          f"| {errors} | {r['env_start_failures']} | {_fmt(r['mean_nodes'], 1)} "
-                         f"| {_fmt(r['mean_time_s'])} | {split} |")
+                         f"| {_fmt(r['mean_time_s'])} | {split} | {'; '.join(r.get('guarantee') or []) or '–'} |")
         parts.append("")
         if summary.get("comparison", {}).get(env):
             from prover.search.comparison import markdown as comparison_markdown

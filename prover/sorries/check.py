@@ -67,16 +67,22 @@ def recheck_proofs(attempts: Sequence[Any], check: Callable[[Any, str], bool],
 
 def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callable[[Path], dict],
                           command: Callable[..., dict] | None = None, allow_native_decide: bool = False,
-                          replay: Callable[[int], tuple[str, int | None]] | None = None, kernel_replay: bool = True) -> dict[str, int]:
+                          replay: Callable[[int], tuple[str, int | None]] | None = None, kernel_replay: bool = True,
+                          accept_without_kernel: bool = False,
+                          lean4checker: Callable[[str, bytes], str | None] | None = None) -> dict[str, int]:
     """Before a patch is written, the one verdict on each file with its proofs in place
     (`prover.env.verify.check_file`): each proof's text passes the text check; the file
     elaborates with no error; each patched declaration has no sorry of its own (Lean's
     warning inside its span, `sorryAx` in its axioms) and standard axioms only (`command`
     asks `#print axioms` in the file's environment); and the file's environment passes the
     kernel replay (`replay`). Without `command` (or `replay`, unless `kernel_replay` is off)
-    nothing can be shown proved, so nothing is patched. When the file with every proof fails,
-    proofs are added one at a time and each one that breaks it is left out. Sets each proved
-    attempt's `check`; returns the counts."""
+    nothing can be shown proved, so nothing is patched: without the replay a proof is
+    `unverified` unless `accept_without_kernel`). The file as it is (its sorries in place) is
+    elaborated once, so the constants the proofs added are told from the file's own. When the file with every proof fails,
+    proofs are added one at a time and each one that breaks it is left out. Then, with
+    `lean4checker(file, patched)` (`prover.sorries.lean4checker`: None when it accepts), the file
+    with the kept proofs is checked by it, and a file it rejects is not patched at all. Sets
+    each proved attempt's `check`; returns the counts."""
     from prover.env.verify import check_file
     from prover.sorries.patch import apply_patches, make_patch
     counts = {CHECKED: 0, REJECTED: 0, UNCHECKED: 0}
@@ -93,19 +99,29 @@ def recheck_files_in_repl(attempts: Sequence[Any], root: Path, run_file: Callabl
         path = root / file
         source = path.read_bytes()
         why: dict[int, str] = {}
+        original = run_file(path) if command is not None else None
 
         def proved(chosen: list[Any]) -> bool:
             patched = apply_patches(source, [make_patch(a.sorry, a.proof) for a in chosen])
             verdict = check_file(run_file, command, replay, path, patched, [a.sorry.name for a in chosen],
-                                 [a.proof for a in chosen], allow_native_decide, kernel_replay)
+                                 [a.proof for a in chosen], allow_native_decide, kernel_replay,
+                                 original=original, accept_without_kernel=accept_without_kernel)
             for a in chosen:
-                why[id(a)] = f"{verdict.status.value}: {verdict.reason}"
+                why[id(a)] = f"{verdict.status.value}: {verdict.reason}" if not verdict.ok else \
+                    (verdict.guarantee or "")
             return verdict.ok
 
         kept: list[Any] = list(group) if proved(group) else [a for a in group if proved([a])]
+        if kept and lean4checker is not None:
+            problem = lean4checker(file, apply_patches(source, [make_patch(a.sorry, a.proof) for a in kept]))
+            if problem is not None:
+                for a in kept:
+                    why[id(a)] = f"lean4checker: {problem}"
+                kept = []
         for a in group:
             if a in kept:
-                a.check = CHECKED
+                a.check = CHECKED if not accept_without_kernel or "NO kernel" not in why[id(a)] else \
+                    f"{CHECKED} with {why[id(a)]}"
                 counts[CHECKED] += 1
             else:
                 _reject(a, f"the file with this proof in place does not pass the check ({why[id(a)]}): "

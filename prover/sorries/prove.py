@@ -115,17 +115,25 @@ def write_report(root: Path, attempts: Sequence[SorryAttempt], out_dir: Path, en
     patches = patches_of(attempts)
     written: list[str] = []
     patch_path = out_dir / "proofs.patch"
+    # A proof counted with no kernel replay behind it (the user's explicit setting) says so in
+    # every file written: the patch's leading lines (before the diff, which git apply and patch
+    # skip) and a note beside the patched copies.
+    no_kernel = [a.sorry.label for a in attempts if a.status == "proved" and "NO kernel" in (a.check or "")]
+    warning = (f"NO kernel replay behind {len(no_kernel)} of these proofs "
+               f"(env.repl.accept_proofs_without_kernel_replay=true): {', '.join(no_kernel)}\n") if no_kernel else ""
     if patches:
-        patch_path.write_text(diff_patches(root, patches), encoding="utf-8")
+        patch_path.write_text(warning + diff_patches(root, patches), encoding="utf-8")
         if write_files:
             written = [str(p) for p in write_patched(root, patches, out_dir / "patched")]
+            if warning:
+                (out_dir / "patched" / "NO-KERNEL-REPLAY.txt").write_text(warning, encoding="utf-8")
     elif patch_path.exists():
         patch_path.unlink()  # a stale patch from an earlier run must not pass for this one's
     report = {
         "root": str(root), "env": env,
         "env_label": "env: replay (simulator: proofs replay traced tactics; not Lean)" if env == ENV_REPLAY
         else f"env: {env}",
-        "counts": counts(attempts), "check": check_note,
+        "counts": counts(attempts), "check": check_note, "no_kernel_replay": no_kernel,
         "patch": str(patch_path) if patches else None,
         "patched_files": written, "sorries": [a.to_json() for a in attempts],
     }
@@ -139,6 +147,8 @@ def report_markdown(report: dict) -> str:
     lines = [f"# prove-sorries: {report['root']}", "", f"{report['env_label']}", "",
              f"proved {c['proved']}, failed {c['failed']}, errors {c['error']}, skipped {c[SKIPPED]}", "",
              *([report["check"], ""] if report.get("check") else []),
+             *([f"NO kernel replay behind: {', '.join(report['no_kernel_replay'])}", ""]
+               if report.get("no_kernel_replay") else []),
              "| file:line | theorem | status | proof / reason |", "|---|---|---|---|"]
     for s in report["sorries"]:
         detail = " ⏎ ".join(s["proof"]) if s["proof"] else (s["reason"] or "")

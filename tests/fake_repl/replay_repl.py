@@ -21,7 +21,7 @@ Environment (all optional but the first):
   out-of-memory process). With FAKE_REPL_FAULT_ONCE (a file path) the fault fires once: the
   first time creates that file, and a restarted REPL then behaves.
 
-Four requests our REPL env makes have no transcript; they are answered by rules, each one
+Five requests our REPL env makes have no transcript; they are answered by rules, each one
 stated here, and nothing else is:
 - a tactic `set_option maxHeartbeats N in` + newline + T is answered as T (a heartbeat limit
   changes Lean's answer only for a tactic that runs out of heartbeats, and no recorded one does);
@@ -40,6 +40,14 @@ stated here, and nothing else is:
   what the REPL does when `Lean.Environment.replay` throws the kernel's exception, which
   `unpickleCommandSnapshot` does not catch: the message on stderr and the process ends (exit 1).
   Which of the two happens is the test's choice, not Lean's.
+- the verifier's query (`prover.env.lean_query`: an `#eval` printing one line, the marker
+  `prover-lean-query:` then JSON) is answered with one info message in that format: on the
+  environment a re-check declared (or its kernel replay), `locals` holds the re-checked theorem
+  (no flags) and FAKE_REPL_ADDED (a JSON list of [components, flags]: what the proof added, the
+  test's choice), and each asked name's axioms are FAKE_REPL_LEAN_AXIOMS (a JSON list of
+  component lists) or, without it, FAKE_REPL_AXIOMS' names cut at their dots; on any other
+  environment `locals` is empty and each asked name is unknown (null). The answers are the
+  test's choice, not Lean's: no transcript runs the query.
 The process protocol is the REPL's: a request is one JSON object ended by a blank line; an
 answer is the JSON text followed by a blank line.
 """
@@ -58,6 +66,7 @@ _HEARTBEATS = re.compile(r"^set_option maxHeartbeats \d+ in\n")
 _FRESH = re.compile(r"^((?:[^\n]*\bin\n)*)theorem ((?:[\w.']+\.)?prover_check_[0-9a-f]+)\b")
 _DECLARED = re.compile(r"^((?:[^\n]*\bin\n)*)(?:(?:theorem|lemma) [^\s:({\[]+|example)")
 _PRINT_AXIOMS = re.compile(r"^#print axioms (\S+)$")
+_QUERY_MARKER = "prover-lean-query:"
 
 
 def renamed_key(cmd: str) -> str | None:
@@ -158,6 +167,8 @@ class Repl:
             request = {**request, "tactic": _HEARTBEATS.sub("", request["tactic"], count=1)}
         if "cmd" in request and (m := _PRINT_AXIOMS.match(request["cmd"].strip())):
             return self._axioms(request, m.group(1))
+        if "cmd" in request and _QUERY_MARKER in request["cmd"] and "collectAxioms" in request["cmd"]:
+            return self._query(request)
         answer = self._recorded(request)
         if answer is None and "cmd" in request and (m := _FRESH.match(request["cmd"])):
             answer = self._renamed(request)
@@ -189,6 +200,27 @@ class Repl:
         self.envs.append(f"axioms<{name}>")
         return {"messages": [{"severity": "info", "pos": {"line": 1, "column": 0},
                               "endPos": {"line": 1, "column": 6}, "data": data}], "env": env}
+
+    def _query(self, request: dict) -> dict:
+        cmd = request["cmd"]
+        asked = cmd[cmd.index("for n in ([") + len("for n in (["):cmd.index("] : List Name)")]
+        n_names = asked.count("Name.anonymous")
+        declared = self.declared.get(request.get("env", -1))
+        if declared is not None:
+            own = [[declared.split("."), []]]
+            added = json.loads(os.environ.get("FAKE_REPL_ADDED", "[]"))
+            if "FAKE_REPL_LEAN_AXIOMS" in os.environ:
+                axioms = json.loads(os.environ["FAKE_REPL_LEAN_AXIOMS"])
+            else:
+                axioms = [a.split(".") for a in json.loads(os.environ.get("FAKE_REPL_AXIOMS", "[]"))]
+            data = {"locals": own + added, "axioms": [axioms] * n_names}
+        else:
+            data = {"locals": [], "axioms": [None] * n_names}
+        env = len(self.envs)
+        self.envs.append(f"query<{request.get('env')}>")
+        text = _QUERY_MARKER + json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return {"messages": [{"severity": "info", "pos": {"line": 2, "column": 0},
+                              "endPos": {"line": 2, "column": 5}, "data": text}], "env": env}
 
     def _recorded(self, request: dict) -> dict | None:
         env_node = ps_node = file_text = None
