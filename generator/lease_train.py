@@ -19,7 +19,6 @@ share of the bf16 matrix rate a step reaches.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 
 from generator.model import TacticGenerator
-from prover.training.lease import autocast, bf16_ok, count_flops, matmul_ceiling, sync  # noqa: F401  (bf16_ok, sync: callers import them from here)
+from prover.training.lease import autocast, bf16_ok, count_flops, matmul_ceiling, planned_steps, sync  # noqa: F401  (callers import these from here)
 from prover.training.run import length_grouped_order
 
 log = logging.getLogger(__name__)
@@ -222,10 +221,3 @@ def train_timed(gen: TacticGenerator, variant: StepVariant, batches: Batches, st
     return {"steps": step, "planned_steps": steps, "stopped_by": stopped_by, "partial": step < steps,
             "seconds": round(elapsed, 2), "examples": examples, "examples_per_s": round(examples / max(elapsed, 1e-9), 1),
             "final_train_loss": total, "variant": variant.name, "fused_adamw": trainer.fused, "log": log_rows}
-
-
-def planned_steps(examples_per_s: float, seconds: float, batch_size: int, n_pairs: int, epochs: float) -> int:
-    """The steps `seconds` of training at the measured rate allow, at most `epochs` of the pairs."""
-    by_time = int(examples_per_s * seconds / batch_size)
-    by_epochs = math.ceil(epochs * n_pairs / batch_size) if epochs > 0 else by_time
-    return max(1, min(by_time, by_epochs))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -68,3 +69,10 @@ def count_flops(loss_fn: Callable[[], torch.Tensor]) -> int:
     with counter:
         loss_fn().backward()
     return int(counter.get_total_flops())
+
+
+def planned_steps(examples_per_s: float, seconds: float, batch_size: int, n_pairs: int, epochs: float) -> int:
+    """The steps `seconds` of training at the measured rate allow, at most `epochs` of the pairs."""
+    by_time = int(examples_per_s * seconds / batch_size)
+    by_epochs = math.ceil(epochs * n_pairs / batch_size) if epochs > 0 else by_time
+    return max(1, min(by_time, by_epochs))
