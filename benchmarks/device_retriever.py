@@ -396,7 +396,7 @@ def land(folder: Path, pack_dir: Path, cfg: Any, results_dir: Path) -> dict:
 # compare (here, after `prover retriever index` and `train-fusion` with device.yaml)
 
 def compare(split: str, device_config: str, shipped_config: str, results_dir: Path, command: str,
-            allow_partial: bool = False, shipped_run_dir: str | None = None) -> dict:
+            allow_partial: bool = False, device_overrides: list[str] = (), shipped_overrides: list[str] = ()) -> dict:
     """R@10 on `split` of BM25, the lease's CFR alone, the fusion fitted with it and the shipped
     fusion, with intervals; the paired differences that answer the issue."""
     from prover.benchmarking.harness import git_commit, load_config, machine, mean_interval, paired_intervals
@@ -409,11 +409,11 @@ def compare(split: str, device_config: str, shipped_config: str, results_dir: Pa
     from retriever.models.learned_fusion import FusionModel
     from retriever.registry import build_retriever, require_trained
     from retriever.settings import RetrieverConfig
-    dev = load_config(RetrieverTrainConfig, device_config)
-    ship = load_config(RetrieverTrainConfig, shipped_config, [f"run_dir={shipped_run_dir}"] if shipped_run_dir else [])
-    choices = {"device": RetrieverConfig(models=device_config, run_dir=dev.run_dir),
+    dev = load_config(RetrieverTrainConfig, device_config, list(device_overrides))
+    ship = load_config(RetrieverTrainConfig, shipped_config, list(shipped_overrides))
+    choices = {"device": RetrieverConfig(models=device_config, run_dir=dev.run_dir, model_overrides=list(device_overrides)),
                "shipped": RetrieverConfig(models=shipped_config, run_dir=ship.run_dir,
-                                          model_overrides=[f"run_dir={shipped_run_dir}"] if shipped_run_dir else [])}
+                                          model_overrides=list(shipped_overrides))}
     for c in choices.values():
         require_trained("fusion", c)
     summaries = {f"device {m}": s for m, s in training_summaries(dev, ["pretrain", "cfr-conventional", "fusion"]).items()}
@@ -492,7 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--split", required=True, help="leandojo-real/select (choose) or leandojo-real/report (once)")
     s.add_argument("--device-config", default="configs/retriever/device.yaml")
     s.add_argument("--shipped-config", default="configs/retriever/cpu.yaml")
-    s.add_argument("--shipped-run-dir", default=None, help="the shipped run (default: the config's run_dir)")
+    s.add_argument("--device-override", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the lease's run (e.g. run_dir=DIR)")
+    s.add_argument("--shipped-override", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the shipped run (e.g. run_dir=/work/train/runs/retriever-cpu)")
     s.add_argument("--results-dir", default=str(REPO / "benchmarks" / "results"))
     s.add_argument("--allow-partial", action="store_true")
     s.add_argument("--allow-dirty", action="store_true")
@@ -503,7 +506,8 @@ def main(argv: list[str] | None = None) -> int:
         from prover.benchmarking.harness import command_line, require_clean_tree
         require_clean_tree(args.allow_dirty)
         compare(args.split, args.device_config, args.shipped_config, Path(args.results_dir),
-                command_line("benchmarks/device_retriever.py", argv), args.allow_partial, args.shipped_run_dir)
+                command_line("benchmarks/device_retriever.py", argv), args.allow_partial, args.device_override,
+                args.shipped_override)
         return 0
     cfg = load(args.config, args.overrides)
     if args.cmd == "pack":

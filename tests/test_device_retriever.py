@@ -75,7 +75,7 @@ def test_rehearsal_trains_returns_and_scores_the_same(tiny, tmp_path, mini_root)
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "RPACK": str(pack_dir), "RCONFIG": str(TINY), "WHEELS": str(tmp_path / "none"),
            "GPACK": str(tmp_path / "no-generator-pack"), "PYTHONPATH": str(block), "DEVICE_KIND": "rehearsal"}
-    proc = subprocess.run(["bash", "benchmarks/on_device_lease.sh", "120", *overrides], cwd=REPO, env=env,
+    proc = subprocess.run(["bash", "benchmarks/on_device_lease.sh", "200", *overrides], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "retriever exit 0" in proc.stdout and "generator: not run" in proc.stdout
@@ -99,6 +99,7 @@ def test_rehearsal_trains_returns_and_scores_the_same(tiny, tmp_path, mini_root)
     landed = dr.land(out, pack_dir, cfg, tmp_path / "results")
     assert landed["score_check_max_diff"] <= 1e-5
     assert (tmp_path / "results" / f"{dr.RESULTS_STEM}.md").exists()
+    from prover.data.dataset import Dataset
     from retriever.models.cfr import CFREncoder, CFRRetriever
     from retriever.training.lease import check_scores
     back = CFREncoder.from_pretrained(landed["model"])
@@ -109,13 +110,30 @@ def test_rehearsal_trains_returns_and_scores_the_same(tiny, tmp_path, mini_root)
     assert np.abs(here - np.asarray(check["scores"])).max() <= 1e-5
     summary = json.loads((Path(cfg.run_dir) / "cfr-conventional" / "summary.json").read_text())
     assert summary["steps"] == result["stages"]["cfr-conventional"]["steps"] and summary["device_kind"] == "rehearsal"
-    # The corpus embeddings are computed here, from the returned model: a retriever over the corpus.
-    from prover.data.dataset import Dataset
-    corpus = Dataset(mini_root).corpus()
-    retriever = CFRRetriever(corpus, back)
-    assert retriever.premise_vectors.shape == (len(corpus.premises), 32)
+    # The corpus embeddings are computed here, from the returned model (`prover retriever index`).
+    from prover.commands.retriever_train_cfr import run_index
+    recipe = str(REPO / "configs" / "retriever" / "device_tiny.yaml")
+    assert run_index(recipe, overrides) == 0
+    index = Path(cfg.run_dir) / "cfr-conventional" / "index"
+    retriever = CFRRetriever(Dataset(mini_root).corpus(), landed["model"], index_path=index)
+    assert retriever.premise_vectors.shape == (9375, 32)
     hits = retriever.retrieve(["n : ℕ\n⊢ n + 0 = n", "a b : ℕ\n⊢ a + b = b + a"], 10, [None, None])
     assert [len(h) for h in hits] == [10, 10]
+    # The measurement after the lease, at toy size: a fusion fitted with the returned CFR, then
+    # every row and both paired differences (the "shipped" run is this same one here: 0 exactly).
+    from prover.config import load_config
+    from retriever.settings import RetrieverTrainConfig
+    from retriever.training.train_fusion import train_fusion
+    train_fusion(load_config(RetrieverTrainConfig, recipe, overrides))
+    scored = dr.compare("random/test", recipe, recipe, tmp_path / "results", "compare (test)", False, overrides, overrides)
+    rows = {r["row"]: r for r in scored["rows"]}
+    assert set(rows) == {"bm25", "cfr-conventional (lease)", "fusion (lease's CFR)", "fusion (shipped)"}
+    assert all(0 <= r["R@10 95% CI"][0] <= r["R@10"] <= r["R@10 95% CI"][1] <= 1 for r in rows.values())
+    cfr_bm25, fusions = scored["comparisons"]
+    assert cfr_bm25["diff"] == pytest.approx(rows["cfr-conventional (lease)"]["R@10"] - rows["bm25"]["R@10"], abs=1e-4)
+    assert fusions["diff"] == 0 and fusions["diff_ci"] == [0, 0]
+    assert scored["members"]["device"] == ["bm25", "cfr-conventional"] and scored["n_theorems"] <= scored["n_queries"]
+    assert (tmp_path / "results" / "retriever-lease-mathlib-src-mini-random-test.md").exists()
 
 
 def test_dry_run_counts_what_travels_and_what_comes_back(tiny, capsys):
