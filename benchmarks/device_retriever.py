@@ -362,9 +362,16 @@ def land(folder: Path, pack_dir: Path, cfg: Any, results_dir: Path) -> dict:
         with tarfile.open(archive) as tar:
             for m in tar.getmembers():
                 name = Path(m.name)
-                if not m.isfile() or name.is_absolute() or ".." in name.parts or not name.name.startswith(RESULTS_STEM):
+                if not m.isfile() or name.is_absolute() or ".." in name.parts:
                     continue
-                target = results_dir / name.name
+                if name.name.startswith(RESULTS_STEM):
+                    target = results_dir / name.name
+                elif name.parent.name in ("pretrain", "cfr-conventional") or name.name == "run.log":
+                    # The training records, committed beside the CPU runs' (results/training/).
+                    stage = f"-{name.parent.name}" if name.parent.name != "." and name.parent.name else ""
+                    target = results_dir / "training" / f"retriever-device{stage}-{name.name}"
+                else:
+                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(tar.extractfile(m).read())
                 written.append(str(target))

@@ -99,6 +99,9 @@ def test_rehearsal_trains_returns_and_scores_the_same(tiny, tmp_path, mini_root)
     landed = dr.land(out, pack_dir, cfg, tmp_path / "results")
     assert landed["score_check_max_diff"] <= 1e-5
     assert (tmp_path / "results" / f"{dr.RESULTS_STEM}.md").exists()
+    records = {p.name for p in (tmp_path / "results" / "training").iterdir()}
+    assert {"retriever-device-run.log", "retriever-device-pretrain-summary.json",
+            "retriever-device-cfr-conventional-train_log.jsonl"} <= records
     from prover.data.dataset import Dataset
     from retriever.models.cfr import CFREncoder, CFRRetriever
     from retriever.training.lease import check_scores
