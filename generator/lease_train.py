@@ -11,15 +11,14 @@ read back every step). A lease has minutes and one chip, so its loop is this lea
 - `torch.compile` of the model when asked;
 - no host sync inside the loop: losses are summed on the device and read at each log.
 
-Throughput is measured against the chip: `matmul_ceiling` times a large bf16 matrix product in
-the same process, `step_flops` counts one step's FLOPs (forward and backward) with PyTorch's
-FLOP counter, and their ratio is the share of the bf16 matrix rate a step reaches.
+Throughput is measured against the chip (prover/training/lease.py, shared with the retriever's
+lease): `matmul_ceiling` times a large bf16 matrix product in the same process, `step_flops`
+counts one step's FLOPs (forward and backward) with PyTorch's FLOP counter, and their ratio is the
+share of the bf16 matrix rate a step reaches.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 
 from generator.model import TacticGenerator
+from prover.training.lease import autocast, bf16_ok, count_flops, matmul_ceiling, planned_steps, sync  # noqa: F401  (callers import these from here)
 from prover.training.run import length_grouped_order
 
 log = logging.getLogger(__name__)
@@ -48,47 +48,6 @@ class StepVariant:
     @property
     def name(self) -> str:
         return f"{self.attention}{'+compile' if self.compile else ''}{'' if self.autocast else '+fp32'}"
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def bf16_ok(device: torch.device) -> bool:
-    """Whether bf16 autocast runs natively here; a CPU without bf16 instructions would emulate
-    it, and the step then falls back to fp32 (logged once)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    ok = bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    if not ok and not getattr(bf16_ok, "warned", False):
-        bf16_ok.warned = True
-        log.warning("bf16 autocast: this CPU has no bf16 instructions, so the step runs in fp32")
-    return ok
-
-
-def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
-    if not enabled or device.type not in ("cuda", "cpu") or not bf16_ok(device):
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=torch.bfloat16)
-
-
-def matmul_ceiling(device: torch.device, n: int | None = None, reps: int = 10) -> dict:
-    """TFLOP/s of an n x n x n bf16 matrix product on `device` (mean of `reps` after 3 warm-ups):
-    the ceiling a training step's share is measured against. 8192 on a GPU (KINDS.md's
-    measurement), 256 on a CPU (only that the path runs)."""
-    n = n or (8192 if device.type == "cuda" else 256)
-    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    sync(device)
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    sync(device)
-    seconds = (time.perf_counter() - t0) / reps
-    return {"n": n, "dtype": "bf16", "tflops": round(2 * n ** 3 / seconds / 1e12, 6), "reps": reps}
 
 
 def set_attention(model: Any, attention: str) -> None:
@@ -176,14 +135,12 @@ def step_flops(trainer: Trainer, enc: dict[str, torch.Tensor], labels: torch.Ten
     """FLOPs of one training step's forward and backward on this batch (PyTorch's counter; the
     optimizer's few FLOPs per parameter are left out). Counted on the eager model: the counter
     does not see inside a compiled graph, and compiling changes no FLOP count."""
-    from torch.utils.flop_counter import FlopCounterMode
-    counter = FlopCounterMode(display=False)
-    with counter:
+    def loss() -> torch.Tensor:
         with autocast(trainer.device, trainer.variant.autocast):
-            loss = trainer.gen.model(**enc, labels=labels).loss
-        loss.backward()
+            return trainer.gen.model(**enc, labels=labels).loss
+    flops = count_flops(loss)
     trainer.opt.zero_grad(set_to_none=True)
-    return int(counter.get_total_flops())
+    return flops
 
 
 def probe(gen: TacticGenerator, variant: StepVariant, batches: Batches, picks: Sequence[np.ndarray],
@@ -264,10 +221,3 @@ def train_timed(gen: TacticGenerator, variant: StepVariant, batches: Batches, st
     return {"steps": step, "planned_steps": steps, "stopped_by": stopped_by, "partial": step < steps,
             "seconds": round(elapsed, 2), "examples": examples, "examples_per_s": round(examples / max(elapsed, 1e-9), 1),
             "final_train_loss": total, "variant": variant.name, "fused_adamw": trainer.fused, "log": log_rows}
-
-
-def planned_steps(examples_per_s: float, seconds: float, batch_size: int, n_pairs: int, epochs: float) -> int:
-    """The steps `seconds` of training at the measured rate allow, at most `epochs` of the pairs."""
-    by_time = int(examples_per_s * seconds / batch_size)
-    by_epochs = math.ceil(epochs * n_pairs / batch_size) if epochs > 0 else by_time
-    return max(1, min(by_time, by_epochs))

@@ -33,7 +33,6 @@ from prover.data.premise import Premise
 from prover.utils.logs import expected_weight_mismatch
 from prover.utils.progress import progress_bar
 from retriever.base import RankedPremise, Retriever, TheoremContext
-from retriever.models.faiss_index import PremiseIndex, corpus_fingerprint
 from retriever.settings import CFRConfig
 from retriever.models.text import cut_tokens, format_state, premise_args_text, premise_goal_text, premise_text
 from prover.utils.device import pick_device
@@ -48,6 +47,26 @@ CFR_JSON = "cfr.json"
 def cfr_config(cfg: Any) -> CFRConfig:
     """`cfg.cfr` as a plain CFRConfig (from an OmegaConf node or as is)."""
     return OmegaConf.to_object(cfg.cfr) if OmegaConf.is_config(cfg.cfr) else cfg.cfr
+
+
+def tokenize_texts(tokenizer: PreTrainedTokenizerFast, texts: Sequence[str], max_len: int,
+                   side: str = "right") -> list[list[int]]:
+    """CFR's token ids of `texts`: [CLS]/[SEP] around the text, cut to max_len at the `side` end,
+    unpadded (the lease's data are tokenized here ahead, retriever/training/lease.py)."""
+    if side == "right":
+        return tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    body = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    return [[cls_id, *cut_tokens(ids, max_len - 2, side), sep_id] for ids in body]
+
+
+def mean_pooled(bert: BertModel, ids: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+    """CFR's embedding of padded token ids: the mean of BERT's last hidden states over the real
+    tokens (`att`), L2-normalised (the lease's loop, retriever/training/lease.py, calls it too)."""
+    hidden = bert(input_ids=ids, attention_mask=att).last_hidden_state
+    m = att.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+    return F.normalize(pooled, dim=-1)
 
 
 class CFREncoder(nn.Module):
@@ -72,11 +91,7 @@ class CFREncoder(nn.Module):
 
     def tokenize(self, texts: Sequence[str], max_len: int, side: str = "right") -> list[list[int]]:
         """Token ids with [CLS]/[SEP], cut to max_len at the `side` end of the text, unpadded."""
-        if side == "right":
-            return self.tokenizer(list(texts), truncation=True, max_length=max_len)["input_ids"]
-        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        body = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-        return [[cls_id, *cut_tokens(ids, max_len - 2, side), sep_id] for ids in body]
+        return tokenize_texts(self.tokenizer, texts, max_len, side)
 
     def _pooled(self, seqs: Sequence[Sequence[int]]) -> torch.Tensor:
         """Mean of the last hidden states over each sequence's real tokens, L2-normalised."""
@@ -85,11 +100,7 @@ class CFREncoder(nn.Module):
         att = np.zeros((len(seqs), width), dtype=np.int64)
         for i, t in enumerate(seqs):
             ids[i, : len(t)], att[i, : len(t)] = t, 1
-        ids, att = torch.from_numpy(ids).to(self.device), torch.from_numpy(att).to(self.device)
-        hidden = self.bert(input_ids=ids, attention_mask=att).last_hidden_state
-        m = att.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-        return F.normalize(pooled, dim=-1)
+        return mean_pooled(self.bert, torch.from_numpy(ids).to(self.device), torch.from_numpy(att).to(self.device))
 
     def embed_tokens(self, seqs: Sequence[Sequence[int]], chunk_size: int = 64,
                      progress: bool = False) -> torch.Tensor:
@@ -229,6 +240,8 @@ class CFRRetriever(Retriever):
             self.encoder = CFREncoder.from_pretrained(model, self.cfg).to(device).eval()
             meta = {"similarity": self.encoder.similarity, "model_sha1": model_fingerprint(model)}
         self.name = "cfr" if self.encoder.similarity == "fine" else "cfr-conventional"
+        # FAISS only here: the encoder alone trains where it is not installed (a GPU lease's image).
+        from retriever.models.faiss_index import PremiseIndex, corpus_fingerprint
         fingerprint = corpus_fingerprint(corpus)
         if index_path is not None:
             self.index = PremiseIndex.load(index_path, fingerprint, meta)
