@@ -48,6 +48,8 @@ def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, doc
     from retriever.informal.retriever import InformalRetriever, resolve_docs
     from retriever.informal.settings import InformalConfig
     retriever = InformalRetriever(Dataset(folder).corpus(), InformalConfig(docs=resolve_docs(folder, docs)))
+    if retriever.dense_note:  # the dense member asked for and not at hand: one line, then answers
+        print(retriever.dense_note, file=sys.stderr)
     for q in lines if lines is not None else [query]:
         t0 = time.perf_counter()
         hits = retriever.retrieve([q], k, [None])[0]
