@@ -166,7 +166,7 @@ def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monk
     assert _top(r, "Frobenius reciprocity", 1) == ["Module.induced_restrict_adj"]
 
 
-def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path):
+def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, capsys):
     """The real model (the `dense` extra): its weights' SHA-256, and a fused search over a
     corpus whose embeddings land in the cache."""
     pytest.importorskip("sentence_transformers")
@@ -176,6 +176,7 @@ def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path):
     cfg = InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, dense_cache=str(tmp_path), alias_weight=2)
     r = InformalRetriever(corpus, cfg)
     assert r.dense is not None and r.dense_note == ""
+    assert capsys.readouterr().out == ""  # the package prints on import: it is found, not imported
     encoder, emb = r.dense
     assert encoder.sha256 == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
     assert emb.shape == (len(corpus), 384) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-2)

