@@ -26,11 +26,11 @@ def render(r: dict) -> str:
     lines = [f"# {r['benchmark']}", "", r["about"], "",
              f"Build at commit {r['build_commit']}: `{r['build_command']}`; recorded at {r['git_commit']} by "
              f"`{r['command']}`; {r['machine'].get('cpu')}.", "",
-             "| premises | texts encoded | dims | tokens | threads | build min | texts/s | peak RSS GiB | "
+             "| premises | texts encoded | dims | tokens | threads | build min | CPU-min | texts/s | peak RSS GiB | "
              "cache on disk MiB | in memory MiB (float32) |",
-             "|---|---|---|---|---|---|---|---|---|---|",
+             "|---|---|---|---|---|---|---|---|---|---|---|",
              f"| {r['premises']:,} | {r['texts']:,} | {r['dims']} | {r['tokens']} | {r['threads']} | "
-             f"{r['build_minutes']:.1f} | {r['texts_per_second']:.0f} | {r['peak_rss_gib']:.2f} | "
+             f"{r['build_minutes']:.1f} | {r['cpu_minutes']:.1f} | {r['texts_per_second']:.0f} | {r['peak_rss_gib']:.2f} | "
              f"{r['cache_mib']:.0f} | {r['memory_mib']:.0f} |", "",
              f"Weights: all-MiniLM-L6-v2, model.safetensors SHA-256 `{r['dense_model_sha256']}`.", "",
              f"Machine: {r['load_note']}", "", "The log's lines:", ""]
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     progress = re.findall(r"dense index: [\d,]+/([\d,]+) texts encoded", text)
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    cpu = [float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", text)]
     keep = [line for line in text.splitlines()
             if line.startswith(("dense index:", "\tElapsed", "\tMaximum resident", "\tUser time",
                                 "\tSystem time", "\tPercent of CPU"))]
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         "premises": premises, "texts": texts, "dims": dims, "tokens": 64, "threads": 1,
         "build_seconds": seconds, "build_minutes": seconds / 60, "texts_per_second": texts / seconds,
         "wall_clock": wall.group(1) if wall else None,
+        "cpu_minutes": sum(cpu) / 60 if cpu else None,  # user + system, the whole process
         "peak_rss_gib": int(rss.group(1)) / 2**20 if rss else float(summary.group(4)),
         "cache_mib": cache_bytes / 2**20, "memory_mib": premises * dims * 4 / 2**20,
         "dense_model_sha256": summary.group(5),
