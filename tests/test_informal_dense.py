@@ -164,6 +164,18 @@ def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monk
     r = InformalRetriever(corpus, InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, alias_weight=2))
     assert r.dense is None and r.dense_note == dense.MISSING and "\n" not in r.dense_note
     assert _top(r, "Frobenius reciprocity", 1) == ["Module.induced_restrict_adj"]
+    from prover.commands.search import run_search
+    capsys.readouterr()
+    assert run_search("Frobenius reciprocity", 1, True, str(schur_corpus), str(schur_corpus), None, dense=True) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)[0]["full_name"] == "Module.induced_restrict_adj"
+    assert out.err.strip() == dense.MISSING  # one line, then the lexical answer
+
+
+def test_the_chosen_setting():
+    cfg = InformalConfig().with_dense()
+    assert (cfg.dense, cfg.dense_weight, cfg.alias_weight, cfg.title_weight) == (dense.HUB_ID, 0.5, 2, 1)
+    assert InformalConfig().dense is None  # not the default: p50 over 50 ms on the full corpus
 
 
 def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, capsys):

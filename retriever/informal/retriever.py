@@ -85,9 +85,10 @@ class InformalRetriever(ScoringRetriever):
     name = "informal"
 
     def __init__(self, corpus: Corpus, cfg: InformalConfig | None = None,
-                 hidden: Collection[str] = (), clouds: bool = True) -> None:
+                 hidden: Collection[str] = (), clouds: bool = True, say=log.warning) -> None:
         """`hidden`: names whose docstring is neither indexed nor learned from (a benchmark's
-        queries); `clouds=False`: no query expansion (BM25 over the same text, the ablation)."""
+        queries); `clouds=False`: no query expansion (BM25 over the same text, the ablation);
+        `say`: where the one line goes when the dense member was asked for and cannot run."""
         super().__init__(corpus)
         self.cfg = cfg = cfg or InformalConfig()
         extra = read_docs(cfg.docs) if cfg.docs else Docs()
@@ -120,6 +121,8 @@ class InformalRetriever(ScoringRetriever):
         self.dense_note = ""  # the one line said when the dense member was asked for and cannot run
         if cfg.dense:
             self.dense_note = dense_member(self, cfg)
+            if self.dense_note:
+                say(self.dense_note)
 
     def dense_texts(self) -> list[str]:
         """Each premise's text as the dense member reads it (`dense.declaration_text`): name,
@@ -214,7 +217,6 @@ def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
             emb = dense.embed_corpus(r.dense_texts(), encoder, cfg.dense_cache, say=log.warning)
             r.dense = (encoder, emb)
             return ""
-    log.warning(why)
     return why
 
 
