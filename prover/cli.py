@@ -76,7 +76,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from prover.commands.search import run_search
-    return run_search(args.query, args.k, args.json, args.corpus, args.docs, args.queries)
+    return run_search(args.query, args.k, args.json, args.corpus, args.docs, args.queries, args.dense)
 
 
 def _cmd_generator_build_data(args: argparse.Namespace) -> int:
@@ -312,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
                       "(default: the corpus folder's leandojo-real/source, when present)")
     srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
+    srch.add_argument("--dense", action="store_true", help="fuse the dense member (all-MiniLM-L6-v2, the "
+                      "'dense' extra) and the module docs' aliases with the words, as issue 63 chose on select; "
+                      "the first run embeds the corpus once (about an hour on 2 CPU cores)")
     srch.set_defaults(func=_cmd_search)
 
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(

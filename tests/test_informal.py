@@ -117,7 +117,7 @@ def test_docstrings_come_from_the_sources_beside_a_corpus(tmp_path):
                                     encoding="utf-8")
     built = resolve_docs(folder, None, tmp_path / "cache")
     assert built is not None and str(tmp_path / "cache") in built
-    assert read_docs(built) == {"two_even": "**Two** is even."}
+    assert read_docs(built).doc == {"two_even": "**Two** is even."}
     assert resolve_docs(folder, None, tmp_path / "cache") == built  # once per source state
     assert resolve_docs(tmp_path / "elsewhere", None) is None
     with pytest.raises(UserInputError, match="does not exist"):

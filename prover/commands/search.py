@@ -29,7 +29,7 @@ def hit_record(retriever, hit, matched: list[str]) -> dict:
 
 
 def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, docs: str | None,
-               queries: str | None) -> int:
+               queries: str | None, dense: bool = False) -> int:
     if (query is None) == (queries is None):
         raise UserInputError("give one QUERY, or --queries FILE (one query a line)")
     if k < 1:
@@ -47,7 +47,11 @@ def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, doc
     from prover.data.dataset import Dataset
     from retriever.informal.retriever import InformalRetriever, resolve_docs
     from retriever.informal.settings import InformalConfig
-    retriever = InformalRetriever(Dataset(folder).corpus(), InformalConfig(docs=resolve_docs(folder, docs)))
+    cfg = InformalConfig(docs=resolve_docs(folder, docs))
+    if dense:
+        cfg = cfg.with_dense()
+    # The dense member asked for and not at hand: one line, then the lexical answer.
+    retriever = InformalRetriever(Dataset(folder).corpus(), cfg, say=lambda m: print(m, file=sys.stderr))
     for q in lines if lines is not None else [query]:
         t0 = time.perf_counter()
         hits = retriever.retrieve([q], k, [None])[0]

