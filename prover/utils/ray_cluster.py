@@ -45,3 +45,33 @@ def start_ray(address: str | None = None, num_cpus: int | None = None, object_st
     log.info("ray: %s", "starting a local cluster" if address == "local" else f"joining {address}")
     ray.init(address=address, **kwargs)
     return True
+
+
+class RayWaitTimeout(RuntimeError):
+    """A wait on Ray passed its time limit (one line: what, how long, the setting that sets it)."""
+
+
+def wait_ready(refs: list, timeout_s: float, what: str, setting: str, every_s: float = 10.0,
+               hint: str = "") -> list:
+    """`ray.get(refs)`, with a progress line every `every_s` seconds while some are pending and a
+    one-line RayWaitTimeout after `timeout_s` (`setting` names the key that sets the limit):
+    an actor Ray cannot place, or a model that never finishes loading, ends here, not in a
+    silent wait."""
+    import time
+
+    import ray
+    t0 = time.monotonic()
+    pending = list(refs)
+    while pending:
+        left = timeout_s - (time.monotonic() - t0)
+        if left <= 0:
+            free = ray.available_resources()
+            raise RayWaitTimeout(
+                f"ray: {len(pending)} of {len(refs)} {what} not ready after {timeout_s:g} s "
+                f"(Ray has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free){hint}; "
+                f"raise {setting} if they are only slow")
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=min(every_s, left))
+        if pending:
+            log.warning("ray: waiting for %d of %d %s (%.0f s; limit %g s, %s)", len(pending), len(refs),
+                        what, time.monotonic() - t0, timeout_s, setting)
+    return ray.get(list(refs))  # raises an actor's own error (a model that does not load)
