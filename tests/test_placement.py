@@ -45,7 +45,7 @@ def test_a_request_that_cannot_fit_is_refused_in_one_line_naming_the_setting():
     msg = str(e.value)
     assert "\n" not in msg
     assert msg.startswith("the search asks Ray for 6 CPUs (4 workers x 1, retriever 1, 1 generator x 1) "
-                          "but the local Ray cluster has 2 free")
+                          "but the local Ray cluster has 2 CPUs free")
     assert "ray.num_workers (--workers)" in msg and "ray.worker_cpus" in msg and "null" in msg
     # --workers 2 (what docs/search.md uses) on 2 cores, with whole-CPU actors: named, with the fit.
     with pytest.raises(PlacementError, match=r"ray.num_workers \(--workers\)"):
@@ -116,3 +116,63 @@ def test_a_wait_on_an_actor_ray_cannot_place_ends_in_one_line(small_ray, caplog)
     assert str(e.value).startswith("ray: 1 of 1 test actors not ready after 3 s") and "ray.start_timeout_s" in str(e.value)
     assert any("waiting for 1 of 1 test actors" in r.getMessage() for r in caplog.records)
     small_ray.kill(actor)
+
+
+def _demo_cfg(tmp_path, *overrides):
+    from prover.config import load_config
+    from prover.search.settings import SearchBenchmarkConfig
+    return load_config(SearchBenchmarkConfig, None, [
+        "theorems.source=demo", "theorems.split=random/test", "theorems.limit=4", "env.name=replay",
+        "env.replay.focus_goals=true", "retriever.name=none", f"out_dir={tmp_path / 'bench'}",
+        "search.max_expansions=10", "progress=false", *overrides])
+
+
+def _oracle():
+    from prover.data.dataset import Dataset
+    from tests.search_doubles import OracleSpec
+    return OracleSpec(Dataset("demo").theorems("random/test"), focus_goals=True)
+
+
+def test_the_default_settings_finish_on_a_small_cluster(small_ray, tmp_path, monkeypatch):
+    """The acceptance line: the benchmark's defaults (no ray.* set) on a cluster with 1 CPU
+    place one worker and finish, where the old defaults (6 whole CPUs) waited forever."""
+    from prover.search.benchmark import run_benchmark
+    monkeypatch.setenv("PROVER_CACHE", str(tmp_path / "cache"))
+    t0 = time.monotonic()
+    summary = run_benchmark(_demo_cfg(tmp_path), ["none"], tactic_spec=_oracle())
+    row = summary["runs"]["replay-none"]
+    assert row["theorems"] == 4 and row["proved"] >= 1
+    assert time.monotonic() - t0 < 300
+
+
+def test_a_request_ray_cannot_place_is_refused_in_one_line_within_10_s(small_ray, tmp_path, monkeypatch):
+    """4 workers x 1 CPU on a 1-CPU cluster: refused on what Ray reports, before any actor starts."""
+    from prover.search.benchmark import run_benchmark
+    monkeypatch.setenv("PROVER_CACHE", str(tmp_path / "cache"))
+    cfg = _demo_cfg(tmp_path, "ray.num_workers=4", "ray.worker_cpus=1")
+    t0 = time.monotonic()
+    with pytest.raises(PlacementError) as e:
+        run_benchmark(cfg, ["none"], tactic_spec=_oracle())
+    assert time.monotonic() - t0 < 10
+    assert "\n" not in str(e.value) and "ray.num_workers (--workers)" in str(e.value)
+    assert "4 workers x 1" in str(e.value) and "has 1 CPU free" in str(e.value)
+
+
+def test_the_command_refuses_before_ray_starts(tmp_path):
+    """`prover benchmark --workers 4 ray.worker_cpus=1 ray.local_num_cpus=1`: one line, exit 2,
+    before any model, data or Ray loads (the local cluster's CPUs are known beforehand)."""
+    import os
+    import subprocess
+    import sys
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "prover.cli", "benchmark", "--theorems", "demo", "--split",
+                           "random/test", "--env", "replay", "--generator", str(tmp_path / "no-model"),
+                           "--workers", "4", "ray.worker_cpus=1", "ray.local_num_cpus=1"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path / "home")})
+    assert time.monotonic() - t0 < 10
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: the search asks Ray for 4.05 CPUs (4 workers x 1, 1 generator x at least 0.05) but the "
+        "local Ray cluster has 1 CPU free: lower ray.num_workers (--workers), ray.worker_cpus, or set them "
+        "to null to fit the machine"]

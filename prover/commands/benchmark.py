@@ -69,13 +69,15 @@ def generator_partial(model: str | None, allow_partial: bool) -> dict[str, str]:
 
 
 def run_benchmark_command(args: argparse.Namespace) -> int:
+    cfg, retrievers = config_from_args(args)
+    from prover.search.placement import precheck
+    precheck(cfg.ray, retrievers)  # a request this machine cannot place: one line, before anything loads
     from prover.search.benchmark import run_benchmark
     from prover.env.lean_version import EnvChoiceError
     from prover.env.repl_session import InsufficientMemory, ReplUnavailable
     from prover.search.components import EnvUnavailableError, require_env, resolve_env
     from prover.utils.ray_cluster import RayWaitTimeout
     from prover.search.results import markdown
-    cfg, retrievers = config_from_args(args)
     command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
     partial = generator_partial(cfg.generator.model, getattr(args, "allow_partial", False))
     try:

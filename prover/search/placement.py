@@ -127,10 +127,13 @@ def _note(n: int, w: float, r: float, g: float, gens: int, cpus: float, where: s
 def _refusal(cfg: Any, n: int, w: float, r: float, g: float, gens: int, retr: int, cpus: float,
              where: str) -> str:
     asked = n * w + r + gens * g
-    parts = [f"{n} worker{'s' * (n != 1)} x {_fmt(w)}"]
+
+    def each(key: str, value: float) -> str:  # an unset value at its smallest share
+        return _fmt(value) if getattr(cfg, key) is not None else f"at least {_fmt(value)}"
+    parts = [f"{n} worker{'s' * (n != 1)} x {each('worker_cpus', w)}"]
     if retr:
-        parts.append(f"retriever {_fmt(r)}")
-    parts.append(f"{gens} generator{'s' * (gens != 1)} x {_fmt(g)}")
+        parts.append(f"retriever {each('retriever_cpus', r)}")
+    parts.append(f"{gens} generator{'s' * (gens != 1)} x {each('generator_cpus', g)}")
     fixes = []
     if cfg.num_workers is not None:
         fit = int((cpus - r - gens * g) // w) if w > 0 else 0
@@ -143,7 +146,33 @@ def _refusal(cfg: Any, n: int, w: float, r: float, g: float, gens: int, retr: in
     fix = (f"lower {', '.join(fixes)}, or set them to null to fit the machine" if fixes
            else "give Ray more CPUs (ray.local_num_cpus, or a larger cluster)")
     return (f"the search asks Ray for {_fmt(asked)} CPUs ({', '.join(parts)}) but {where} has "
-            f"{_fmt(cpus)} free: {fix}")
+            f"{_fmt(cpus)} CPU{'s' * (cpus != 1)} free: {fix}")
 
 
-__all__ = ["Placement", "PlacementError", "plan", "MIN_SHARE"]
+def local_cpus(cfg: Any) -> float | None:
+    """The CPUs a new local Ray cluster of `cfg` will have (ray.local_num_cpus, else what Ray
+    detects: the machine's, within its cgroup), or None when the run joins a cluster."""
+    import os
+    if (cfg.address or os.environ.get("RAY_ADDRESS") or "local") != "local":
+        return None
+    if cfg.local_num_cpus is not None:
+        return float(cfg.local_num_cpus)
+    try:
+        from ray._private.utils import get_num_cpus
+        return float(get_num_cpus())
+    except Exception:  # Ray's private helper moved: the machine's count
+        return float(os.cpu_count() or 1)
+
+
+def precheck(cfg: Any, retrievers: list[str]) -> None:
+    """Refuse, before anything loads or Ray starts, a request a new local cluster cannot place
+    (the same plan runs again on what Ray reports once it is up)."""
+    cpus = local_cpus(cfg)
+    if cpus is None:
+        return
+    shared = cfg.shared_retriever and any(r != "none" for r in retrievers)
+    plan(cfg, shared_retriever=shared, tasks=1, cpus=cpus, gpus=float("inf"),
+         where="the local Ray cluster")
+
+
+__all__ = ["Placement", "PlacementError", "plan", "precheck", "local_cpus", "MIN_SHARE"]

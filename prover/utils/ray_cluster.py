@@ -51,7 +51,7 @@ class RayWaitTimeout(RuntimeError):
     """A wait on Ray passed its time limit (one line: what, how long, the setting that sets it)."""
 
 
-def wait_ready(refs: list, timeout_s: float, what: str, setting: str, every_s: float = 10.0,
+def wait_ready(refs: list, timeout_s: float, what: str, setting: str, every_s: float = 30.0,
                hint: str = "") -> list:
     """`ray.get(refs)`, with a progress line every `every_s` seconds while some are pending and a
     one-line RayWaitTimeout after `timeout_s` (`setting` names the key that sets the limit):
