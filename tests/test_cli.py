@@ -73,7 +73,7 @@ def test_the_readme_first_serve_line_starts_from_what_the_demo_left(demo_run):
     words = shlex.split(line.split("#", 1)[0])
     assert words == ["prover", "serve", "--config", "configs/serve/demo.yaml"]
     with serving(words[1:], tmp_path, env, tmp_path / "serve.log", timeout_s=120) as (url, health):
-        assert health["retrievers"] == ["cfr-conventional", "bm25"] and health["rerank"] is False
+        assert health["retrievers"] == ["cfr-conventional", "bm25", "informal"] and health["rerank"] is False
         r = httpx.post(f"{url}/search", json={"state": "a b : ℕ\n⊢ a + b = b + a", "k": 5})
         assert r.status_code == 200 and len(r.json()["results"]) == 5
 
