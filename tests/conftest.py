@@ -98,6 +98,22 @@ def mini_root(data_root: Path) -> Path:
     return require(data_root / "mathlib-src-mini")
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`prover demo` as the README writes it, on a fresh HOME, in a clean folder that holds the
+    repository's configs (as a clone does), with no data folder: it writes runs/demo/ there.
+    Shared by the tests of the demo and of the README lines that run on what it leaves."""
+    import subprocess
+    import sys
+    tmp_path = tmp_path_factory.mktemp("clean")
+    (tmp_path / "configs").symlink_to(REPO / "configs")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PROVER_CACHE": str(tmp_path / "cache")}
+    env.pop("PROVER_DATA", None)  # a user's machine: the per-user data folder, empty
+    out = subprocess.run([sys.executable, "-m", "prover.cli", "demo"],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    return tmp_path, env, out
+
+
 # -- skips, counted by reason --------------------------------------------------------------
 
 SKIPS_PINNED = REPO / "tests" / "skips.json"
