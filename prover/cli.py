@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("query", nargs="?", default=None, help='e.g. "the square root of two is irrational"')
     srch.add_argument("--k", type=int, default=10, help="hits (default 10)")
     srch.add_argument("--json", action="store_true", help="a JSON list of hits (full_name, score, matched, ...)")
-    srch.add_argument("--corpus", default=None, help="dataset folder (default: $PROVER_DATA/mathlib-src)")
+    srch.add_argument("--corpus", default=None, help="dataset folder, or demo (default: mathlib-src in the data folder, else the demo library)")
     srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
                       "(default: the corpus folder's leandojo-real/source, when present)")
     srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
