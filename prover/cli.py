@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from prover.config import ConfigError, check_overrides
 from prover.data.errors import DataError
 from prover.utils.logs import setup_logging
+from prover.utils.ray_cluster import RayWaitTimeout
 
 log = logging.getLogger("prover")
 
@@ -391,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_overrides(getattr(args, "overrides", None) or [])
         check_out(getattr(args, "out", None))
         return args.func(args)
-    except (DataError, ConfigError) as e:
+    except (DataError, ConfigError, RayWaitTimeout) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (OSError, ValueError, KeyError) as e:

@@ -176,3 +176,27 @@ def test_the_command_refuses_before_ray_starts(tmp_path):
         "error: the search asks Ray for 4.05 CPUs (4 workers x 1, 1 generator x at least 0.05) but the "
         "local Ray cluster has 1 CPU free: lower ray.num_workers (--workers), ray.worker_cpus, or set them "
         "to null to fit the machine"]
+
+
+def test_a_ray_that_does_not_start_is_one_line(monkeypatch):
+    """Ray's own start-up limit (seen on an overloaded machine: "The current node timed out during
+    startup") ends as one line, not a traceback through Ray's internals."""
+    ray = pytest.importorskip("ray")
+    from prover.utils.ray_cluster import RayWaitTimeout, start_ray
+    if ray.is_initialized():
+        pytest.fail("a Ray is already up in this process")
+
+    calls = []
+
+    def init(**kwargs):
+        calls.append(kwargs)
+        raise Exception("The current node timed out during startup. This could happen because\n"
+                        "some of the raylet failed to startup or the GCS has become overloaded.")
+
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(RayWaitTimeout) as e:
+        start_ray(None, num_cpus=1)
+    assert str(e.value) == ("ray: the local Ray cluster did not start: The current node timed out during "
+                            "startup. This could happen because some of the raylet failed to startup or the "
+                            "GCS has become overloaded.")
+    assert len(calls) == 2  # a local start is tried twice (Ray's 30 s raylet limit, on a loaded machine)
