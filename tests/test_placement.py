@@ -91,9 +91,9 @@ def small_ray():
     import shutil
     import tempfile
     ray = pytest.importorskip("ray")
+    from prover.utils.ray_cluster import start_ray
     temp = tempfile.mkdtemp(prefix="rp-", dir="/tmp")
-    ray.init(address="local", num_cpus=1, include_dashboard=False, _temp_dir=temp,
-             object_store_memory=100 * 2**20, logging_level="WARNING")
+    start_ray("local", num_cpus=1, object_store_mb=100, temp_dir=temp)
     yield ray
     ray.shutdown()
     shutil.rmtree(temp, ignore_errors=True)
