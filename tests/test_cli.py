@@ -120,7 +120,8 @@ def test_data_split_writes_leandojo_layout(data_root, tmp_path):
     held_out = set(json.loads((tmp_path / "ri" / "split.json").read_text())["held_out_premises"])
     assert held_out and len(train) + len(test) + 100 == 2750
     assert not held_out & {p.full_name for t in train for tac in t.traced_tactics for p in tac.premises}
-    assert (tmp_path / "corpus.jsonl").exists()
+    # The corpus as the source has it: plain in the shared folder, gzipped in tests/fixtures/data.
+    assert any((tmp_path / name).exists() for name in ("corpus.jsonl", "corpus.jsonl.gz"))
 
 
 def test_retriever_eval_with_config_and_overrides(tmp_path):
