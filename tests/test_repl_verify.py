@@ -14,6 +14,7 @@ from prover.env.repl_session import ReplConfig, ReplSession
 from prover.env.text_check import tactic_text_problem
 from prover.env.verdict import Status, axioms_problem
 from prover.env.verify import axioms_answer, check_proof, fresh_name, restate
+from tests.conftest import require
 
 
 def info(data: str) -> dict:
@@ -137,7 +138,7 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
     used to run on into the next declaration, whose goal became the root: a proof of that
     goal counted. Now the root and the re-check are const_inj's own signature."""
     from prover.data.theorem import Theorem
-    real = data_root / "mathlib-src" / "leandojo-real"
+    real = require(data_root / "mathlib-src" / "leandojo-real")
     rec = next(r for r in json.loads((real / "val.json").read_text()) if r["full_name"] == "Nat.Partrec.Code.const_inj")
     thm = Theorem(rec["url"], rec["commit"], rec["file_path"], rec["full_name"], tuple(rec["start"]), tuple(rec["end"]), ())
     target = target_from_source(thm, real / "source")
