@@ -79,7 +79,7 @@ def test_ordinary_tactics_pass_the_text_check(tactic):
 def test_no_real_tactic_is_refused(data_root):
     """The 770 tactics of the real LeanDojo records (leandojo-real/val, leandojo-sample)."""
     tactics = [t["tactic"] for f in ("mathlib-src/leandojo-real/val.json", "leandojo-sample/test.json")
-               for r in json.loads((data_root / f).read_text()) for t in r["traced_tactics"]]
+               for r in json.loads(require(data_root / f).read_text()) for t in r["traced_tactics"]]
     assert len(tactics) == 770 and [t for t in tactics if tactic_text_problem([t])] == []
 
 
