@@ -102,29 +102,7 @@ def byte_ids(texts: Sequence[str], max_len: int, side: str = "left") -> dict[str
     return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
 
 
-TRAIN_HINT = ("a generator model is made by `prover generator train --config <generator YAML>`, "
-              "which saves it in <run_dir>/generator/model")
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-
-
-def check_model_source(path: str | Path) -> bool:
-    """True when `path` is a local model folder, False when it may be a hub id; a UserInputError
-    when it is neither: a missing path-looking folder, a file, or a folder without config.json.
-
-    Only a name shaped like `owner/name` (or `name`) that is not on disk is left to the hub, so
-    a mistyped local path is reported as missing, not as Hugging Face's repo-id complaint."""
-    text = str(path)
-    p = Path(text).expanduser()
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise UserInputError(f"generator model folder {text} holds no saved model (no config.json); "
-                                 f"{TRAIN_HINT}")
-        return True
-    if p.exists():
-        raise UserInputError(f"generator model {text} is a file, not a model folder; {TRAIN_HINT}")
-    if text.startswith((".", "~")) or ".." in text or not _HUB_ID.fullmatch(text):
-        raise UserInputError(f"generator model folder {text} does not exist; {TRAIN_HINT}")
-    return False
+from generator.source import TRAIN_HINT, check_hub_model, check_model_source  # noqa: E402,F401  (light: no torch)
 
 
 class TacticGenerator:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from prover.config import ConfigError, check_overrides
 from prover.data.errors import DataError
 from prover.utils.logs import setup_logging
+from prover.utils.ray_cluster import RayWaitTimeout
 
 log = logging.getLogger("prover")
 
@@ -308,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("query", nargs="?", default=None, help='e.g. "the square root of two is irrational"')
     srch.add_argument("--k", type=int, default=10, help="hits (default 10)")
     srch.add_argument("--json", action="store_true", help="a JSON list of hits (full_name, score, matched, ...)")
-    srch.add_argument("--corpus", default=None, help="dataset folder (default: $PROVER_DATA/mathlib-src)")
+    srch.add_argument("--corpus", default=None, help="dataset folder, or demo (default: mathlib-src in the data folder, else the demo library)")
     srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
                       "(default: the corpus folder's leandojo-real/source, when present)")
     srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
@@ -394,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_overrides(getattr(args, "overrides", None) or [])
         check_out(getattr(args, "out", None))
         return args.func(args)
-    except (DataError, ConfigError) as e:
+    except (DataError, ConfigError, RayWaitTimeout) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (OSError, ValueError, KeyError) as e:

@@ -235,6 +235,11 @@ class RetrieverConfig:
     # so a search never sees its own proofs (a benchmark fills it; a config leaves it empty).
     exclude: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        for key in ("k", "neighbors_k"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"retriever.{key} must be at least 1, got {getattr(self, key)}")
+
 
 # The retrieval evaluation's schemas (`prover retriever eval`, benchmarks/retrieval.py).
 
@@ -245,6 +250,11 @@ class EvalConfig:
     rankings_k: int = 100  # premises kept per query in the rankings file; MRR is over these
     batch_size: int = 64
     out_dir: str = "runs/eval"
+
+    def __post_init__(self) -> None:
+        if not self.ks or min(self.ks) < 1 or self.rankings_k < 1 or self.batch_size < 1:
+            raise ValueError(f"eval.ks must be positive numbers, eval.rankings_k and eval.batch_size at least 1; "
+                             f"got ks {list(self.ks)}, rankings_k {self.rankings_k}, batch_size {self.batch_size}")
 
 
 @dataclass

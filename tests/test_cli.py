@@ -28,18 +28,6 @@ def test_help_lists_subcommands():
         assert sub in out.stdout
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """`prover demo` as the README writes it, on a fresh HOME, in a clean folder that holds the
-    repository's configs (as a clone does): it writes runs/demo/ there."""
-    tmp_path = tmp_path_factory.mktemp("clean")
-    (tmp_path / "configs").symlink_to(REPO / "configs")
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "PROVER_CACHE": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-m", "prover.cli", "demo"],
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
-    return tmp_path, env, out
-
-
 def test_demo_trains_retrieves_and_searches_on_the_demo_library(demo_run):
     """The README's main job on a fresh HOME: BM25 beside a CFR trained on the spot, a tiny
     generator, a replay search on Ray, and a summary a person reads, with nothing noisy."""
@@ -62,6 +50,15 @@ def test_demo_trains_retrieves_and_searches_on_the_demo_library(demo_run):
     assert "replay simulator: not pass@1" in out.stdout and "of 10 theorems proved" in out.stdout
     assert str(tmp_path / "cache") in out.stdout  # where the demo library is
     assert "done in" in out.stdout
+    # Each path it made, printed, and there (issue 61: the summary said only runs/demo/).
+    paths = demo["paths"]
+    assert paths["generator model (generator suggest --model)"] == "runs/demo/generator/generator/model"
+    assert paths["a proof state (generator suggest --state)"] == "runs/demo/state.txt"
+    for what, path in paths.items():
+        assert (tmp_path / path).exists(), what
+        assert any(line.split()[-1:] == [path] and what in line for line in lines), what
+    state = (tmp_path / "runs/demo/state.txt").read_text(encoding="utf-8")
+    assert state == demo["generator"]["example"]["state"] + "\n" and "⊢" in state
 
 
 def test_the_readme_first_serve_line_starts_from_what_the_demo_left(demo_run):
@@ -73,9 +70,13 @@ def test_the_readme_first_serve_line_starts_from_what_the_demo_left(demo_run):
     words = shlex.split(line.split("#", 1)[0])
     assert words == ["prover", "serve", "--config", "configs/serve/demo.yaml"]
     with serving(words[1:], tmp_path, env, tmp_path / "serve.log", timeout_s=120) as (url, health):
-        assert health["retrievers"] == ["cfr-conventional", "bm25"] and health["rerank"] is False
+        assert health["retrievers"] == ["cfr-conventional", "bm25", "informal"] and health["rerank"] is False
         r = httpx.post(f"{url}/search", json={"state": "a b : ℕ\n⊢ a + b = b + a", "k": 5})
         assert r.status_code == 200 and len(r.json()["results"]) == 5
+        # Informal search is served too (issue 61: it was "unknown retriever 'informal'").
+        r = httpx.post(f"{url}/search", json={"state": "addition is commutative", "mode": "informal", "k": 3})
+        assert r.status_code == 200, r.text
+        assert "Demo.MyNat.add_comm" in [h["full_name"] for h in r.json()["results"]]
 
 
 def test_serve_names_the_command_that_makes_the_demo_run(tmp_path):
@@ -119,7 +120,8 @@ def test_data_split_writes_leandojo_layout(data_root, tmp_path):
     held_out = set(json.loads((tmp_path / "ri" / "split.json").read_text())["held_out_premises"])
     assert held_out and len(train) + len(test) + 100 == 2750
     assert not held_out & {p.full_name for t in train for tac in t.traced_tactics for p in tac.premises}
-    assert (tmp_path / "corpus.jsonl").exists()
+    # The corpus as the source has it: plain in the shared folder, gzipped in tests/fixtures/data.
+    assert any((tmp_path / name).exists() for name in ("corpus.jsonl", "corpus.jsonl.gz"))
 
 
 def test_retriever_eval_with_config_and_overrides(tmp_path):

@@ -109,7 +109,37 @@ CASES = {
         lambda t: ["benchmark", "--theorems", "nothere.json", "--env", "replay", "--retriever", "bm25",
                    "--out", "bench"],
         ["nothere.json: file not found"]),
+    # Issue 61: a 40-line traceback, 197 s and 50,973 lines, a silent acceptance, an error
+    # that did not name the file, half a minute of hub retries, a benchmark that hung.
+    "generator suggest -n negative": (
+        lambda t: ["generator", "suggest", "--model", "/nonexistent/folder", "--state", _state(t), "-n", "-2"],
+        ["-n -2: give between 1 and 256 suggestions"]),
+    "generator suggest -n unbounded": (
+        lambda t: ["generator", "suggest", "--model", "/nonexistent/folder", "--state", _state(t), "-n", "100000"],
+        ["-n 100000: give between 1 and 256 suggestions"]),
+    "generator state file binary": (
+        lambda t: ["generator", "suggest", "--model", "/nonexistent/folder", "--state", _binary(t)],
+        ["--state bin.dat is not UTF-8 text (byte 8)"]),
+    "generator state file with NUL bytes": (
+        lambda t: ["generator", "suggest", "--model", "/nonexistent/folder", "--state",
+                   _write(t, "nul.txt", "⊢ True\x00\x00")],
+        ["--state nul.txt holds NUL bytes"]),
+    "generator model neither a folder nor a reachable hub model": (
+        lambda t: ["generator", "suggest", "--model", "no-such-owner-61/no-such-model", "--state", _state(t)],
+        ["generator model no-such-owner-61/no-such-model: no such local folder", "prover generator train"]),
+    "retriever eval k negative": (
+        lambda t: ["retriever", "eval", "--retriever", "bm25", "retriever.k=-5", f"eval.out_dir={t / 'out'}"],
+        ["retriever.k must be at least 1, got -5"]),
+    "benchmark workers that cannot be placed": (
+        lambda t: ["benchmark", "--theorems", "demo", "--split", "random/test", "--env", "replay",
+                   "--workers", "3", "ray.worker_cpus=1", "ray.local_num_cpus=2", "--out", "bench"],
+        ["the search asks Ray for 3.05 CPUs", "ray.num_workers (--workers) to 1 or fewer"]),
 }
+
+
+def _binary(tmp_path: Path) -> str:
+    (tmp_path / "bin.dat").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)))
+    return "bin.dat"
 
 
 def _write(tmp_path: Path, name: str, text: str) -> str:

@@ -5,10 +5,11 @@ import json
 
 from prover.data.dataset import Dataset
 from prover.data.halves import HALVES_FILE, SEED, make_halves, theorem_key
+from tests.conftest import require
 
 
 def test_committed_halves_are_the_seeded_cut_of_real_val(data_root):
-    ds = Dataset(data_root / "mathlib-src")
+    ds = Dataset(require(data_root / "mathlib-src"))
     val = ds.theorems("leandojo-real/val")
     committed = json.loads(HALVES_FILE.read_text())
     assert committed["seed"] == SEED and committed["n_theorems"] == len(val) == 348
@@ -21,7 +22,7 @@ def test_committed_halves_are_the_seeded_cut_of_real_val(data_root):
 
 
 def test_halves_load_as_splits_with_half_the_real_tactics_each(data_root):
-    ds = Dataset(data_root / "mathlib-src")
+    ds = Dataset(require(data_root / "mathlib-src"))
     select, report = ds.theorems("leandojo-real/select"), ds.theorems("leandojo-real/report")
     assert ds.has_split("leandojo-real/report") and len(select) + len(report) == 348
     traced = [sum(bool(t.traced_tactics) for t in half) for half in (select, report)]
@@ -30,7 +31,7 @@ def test_halves_load_as_splits_with_half_the_real_tactics_each(data_root):
 
 
 def test_a_different_seed_gives_a_different_cut(data_root):
-    val = Dataset(data_root / "mathlib-src").theorems("leandojo-real/val")
+    val = Dataset(require(data_root / "mathlib-src")).theorems("leandojo-real/val")
     assert make_halves(val, SEED)["select"] != make_halves(val, SEED + 1)["select"]
 
 

@@ -18,6 +18,7 @@ from retriever.informal.settings import InformalConfig
 from retriever.informal.text import name_parts, raw_words, words
 from retriever.registry import build_retriever
 from retriever.settings import RetrieverConfig
+from tests.conftest import require
 
 
 def test_names_split_by_mathlib_conventions():
@@ -54,7 +55,7 @@ def test_clouds_learn_from_docstring_declaration_pairs():
 
 @pytest.fixture(scope="module")
 def real_corpus(data_root, tmp_path_factory):
-    source = data_root / "mathlib-src" / "leandojo-real" / "source"
+    source = require(data_root / "mathlib-src" / "leandojo-real" / "source")
     files = sorted(source.rglob("*.lean"))
     picked = set(files[9::10]) | {source / "Mathlib" / "Data" / "Real" / "Irrational.lean"}
     root = tmp_path_factory.mktemp("informal-source")

@@ -45,7 +45,7 @@ def test_the_benchmark_hands_every_theorem_to_both_specs(mini_root, monkeypatch,
     from prover.search.settings import SearchBenchmarkConfig
     seen = {}
 
-    def start_fleet(ray_cfg, retriever, generator, *rest):
+    def start_fleet(ray_cfg, retriever, generator, *rest, **kwargs):
         seen.update(retriever=retriever, generator=generator)
         raise RuntimeError("stop here")
 

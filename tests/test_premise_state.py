@@ -6,6 +6,7 @@ import json
 import pytest
 
 from conftest import premise, write_jsonl
+from prover.data.jsonio import iter_jsonl, resolve
 from prover.data.corpus import Corpus
 from prover.data.premise import GOAL_TOKEN, VAR_TOKEN, Premise, split_signature
 from prover.data.state import Case, Hypothesis, parse_state, render_state
@@ -57,8 +58,8 @@ def test_split_signature_agrees_with_extracted_args_and_goal(mini_root):
     agree on almost every declaration (fields/ctors get their parent's binders there, which
     `code` alone does not show)."""
     total = agree = 0
-    for line in (mini_root / "corpus.jsonl").open(encoding="utf-8"):
-        for p in json.loads(line)["premises"]:
+    for _, record in iter_jsonl(resolve(mini_root / "corpus.jsonl")):  # shipped gzipped
+        for p in record["premises"]:
             if p["kind"] in ("field", "ctor"):
                 continue
             total += 1

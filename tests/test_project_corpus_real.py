@@ -12,11 +12,12 @@ import pytest
 
 from prover.data.corpus_reference import annotated_premises, compare_by_kind, placement
 from prover.data.project_corpus import build_corpus
+from tests.conftest import require
 
 
 @pytest.fixture(scope="module")
 def real(data_root, tmp_path_factory):
-    source = data_root / "mathlib-src" / "leandojo-real" / "source"
+    source = require(data_root / "mathlib-src" / "leandojo-real" / "source")
     out = tmp_path_factory.mktemp("real-corpus")
     said = []
     meta = build_corpus(source, out, progress=False, say=said.append)
@@ -30,7 +31,7 @@ def test_annotated_premises_found_at_leandojo_positions(real, data_root):
     aliases, private names as `_private.<module>.0.<name>`, irreducible_defs after modifiers,
     @[simps p] lemmas)."""
     _, _, rows, _ = real
-    wanted = annotated_premises(data_root / "mathlib-src" / "leandojo-real" / "val.json", {r["path"] for r in rows})
+    wanted = annotated_premises(require(data_root / "mathlib-src" / "leandojo-real" / "val.json"), {r["path"] for r in rows})
     result = placement(rows, wanted)
     assert result["annotated"] == 352
     assert result["share"] >= 0.95, [(m["full_name"], m["why"]) for m in result["missed"]]
@@ -45,7 +46,7 @@ def test_annotated_premises_found_at_leandojo_positions(real, data_root):
 
 def test_compared_with_the_independent_corpus_by_kind(real, data_root):
     _, meta, rows, said = real
-    cmp = compare_by_kind(rows, data_root / "mathlib-src" / "corpus.jsonl.gz")
+    cmp = compare_by_kind(rows, require(data_root / "mathlib-src" / "corpus.jsonl.gz"))
     assert cmp["files"] == 300
     assert cmp["both"] / cmp["reference"] >= 0.99
     only_ref = {k: v["count"] for k, v in cmp["only_reference"].items()}

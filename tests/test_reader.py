@@ -83,8 +83,11 @@ def test_json_gz_equals_plain(leandojo_sample, sample, tmp_path):
 
 
 def test_corpus_jsonl_gz_equals_plain(mini_root, tmp_path):
-    plain = mini_root / "corpus.jsonl"
+    shipped = resolve(mini_root / "corpus.jsonl")  # plain in the shared folder, gzipped in the fixtures
+    plain = tmp_path / "corpus.jsonl"
     gz = tmp_path / "corpus.jsonl.gz"
+    with (gzip.open if shipped.suffix == ".gz" else open)(shipped, "rb") as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
     with open(plain, "rb") as src, gzip.open(gz, "wb") as dst:
         shutil.copyfileobj(src, dst)
     a, b = Corpus.load(plain), Corpus.load(gz)

@@ -80,8 +80,8 @@ README_LINES = {
     "pip install torch==2.13.0 -e . && prover demo":
         "tests/test_cli.py::test_demo_trains_retrieves_and_searches_on_the_demo_library (prover demo)",
     "pip install torch==2.13.0 -e '.[dev]' && python -m pytest -q": "the suite itself (.ci/run)",
-    "prover data stats  --data ../shared/data/mathlib-src-mini": RUN,
-    "prover data split  --data ../shared/data/mathlib-src-mini --strategy ri --out runs/splits": RUN,
+    "prover data stats  --data demo": RUN,
+    "prover data split  --data demo --strategy ri --out runs/splits": RUN,
     "prover data corpus PATH/TO/LakeProject --out runs/corpora/project":
         "a Lake project of the user's; tests/test_project_corpus.py",
     "prover data trace  PATH/TO/LakeProject --backend repl --out data/project": "needs Lean",
@@ -94,8 +94,7 @@ README_LINES = {
     "prover retriever eval --retriever bm25 --config configs/retrieval/bm25.yaml": RUN,
     "prover generator build-data --config configs/generator/cpu.yaml": "long (all of mathlib-src's pairs)",
     "OMP_NUM_THREADS=1 prover generator train --config configs/generator/cpu.yaml": "long training",
-    "prover generator suggest --model runs/generator-cpu/generator/model --state state.txt":
-        "needs the trained CPU generator",
+    "prover generator suggest --model runs/demo/generator/generator/model --state runs/demo/state.txt": RUN,
     "prover benchmark --theorems minif2f --env repl --retriever fusion --generator MODEL "
     "--retriever-models configs/retriever/cpu.yaml env.repl.project=PATH/TO/miniF2F-lean4": "needs Lean",
     "prover prove-sorries PROJECT --env repl --generator MODEL --write": "needs Lean",
@@ -103,8 +102,7 @@ README_LINES = {
         "tests/test_cli.py::test_the_readme_first_serve_line_starts_from_what_the_demo_left",
     "prover serve --config configs/serve/cpu.yaml":
         "long training; tests/test_readme_recipe.py serves its fusion at tiny sizes",
-    'prover search "the square root of two is irrational" --k 5':
-        "tests/test_search_cli.py (the same command on mathlib-src-mini)",
+    'prover search "addition is commutative" --k 5': RUN,
     # The section for a user with Lean: Lean, the network and a cluster are not here.
     "export PROVER_DATA=~/prover-data": "a shell line; tests/test_data_location.py reads PROVER_DATA",
     "git clone https://github.com/yangky11/miniF2F-lean4 && cd miniF2F-lean4 && lake exe cache get && "
@@ -158,31 +156,41 @@ def test_every_readme_line_is_run_or_covered():
             assert (REPO / test).is_file(), (line, test)
 
 
-def test_readme_lines_run_as_written_in_a_clean_folder(tmp_path, data_root):
-    """A fresh folder with the repository's configs, `../shared/data` beside it and a new HOME:
-    each line marked RUN exits 0 and leaves what it says (issue 48: `data split` stopped on
-    its defaults and left runs/splits/corpus.jsonl behind)."""
+def test_readme_lines_run_as_written_in_a_clean_folder(demo_run):
+    """The folder `prover demo` ran in (the repository's configs, a new HOME, no data folder and
+    no `../shared`): each line marked RUN exits 0 on what the demo left and leaves what it says
+    (issue 48: `data split` stopped on its defaults and left runs/splits/corpus.jsonl behind;
+    issue 61: the data lines named ../shared, `generator suggest` a model and a state file no
+    one had, and `search` failed without ../shared)."""
     import os
     import subprocess
     import sys
-    clone = tmp_path / "clone"
-    clone.mkdir()
-    (clone / "configs").symlink_to(REPO / "configs")
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "data").symlink_to(data_root)
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "PROVER_CACHE": str(tmp_path / "cache"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    clone, demo_env, demo = demo_run
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert not (clone.parent / "shared").exists()
+    env = {**demo_env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     env.pop("PROVER_DATA", None)  # the README's paths, not the suite's
     ran = [line for line, how in README_LINES.items() if how == RUN]
     assert [_key(line) for line in ran] == [l for l in readme_lines() if _key(l) in map(_key, ran)]
+    out = {}
     for line in ran:
         done = subprocess.run(["bash", "-c", line], cwd=clone, env=env, capture_output=True, text=True,
                               timeout=300)
         assert done.returncode == 0, (line, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, line
+        out[line.split()[1] + " " + line.split()[2]] = done
     assert (clone / "runs" / "splits" / "ri" / "test.json").is_file()
     assert (clone / "runs" / "eval" / "bm25" / "metrics.json").is_file()
+    assert "theorems         60" in out["data stats"].stdout  # the demo's library
+    # Suggestions: one line each, a log-probability then a tactic.
+    suggestions = out["generator suggest"].stdout.strip().splitlines()
+    assert len(suggestions) == 8 and all(float(s.split()[0]) <= 0 for s in suggestions)
+    # No mathlib-src in the per-user data folder: the demo's library, said in one line with the
+    # command that fills the folder.
+    search = out["search \"addition"]
+    assert "searching the bundled demo library" in search.stderr and "prover data extract" in search.stderr
+    assert search.stdout.splitlines()[0].split()[1] == "Demo.MyNat.add_comm"
 
 
 # What the README says takes `--config` and `key=value` overrides (issue 48: it said every

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require
 from prover.cli import main
 from prover.config import load_config
 from retriever.settings import RetrieverTrainConfig
@@ -71,7 +71,7 @@ def test_the_readme_recipe_trains_what_the_shipped_fusion_fuses(recipe_run):
 def real_states(data_root: Path, corpus) -> list[str]:
     """States of LeanDojo's real random/val records whose tactic used a premise of `corpus`."""
     names = {p.full_name for p in corpus.premises}
-    records = json.loads((data_root / "mathlib-src" / "leandojo-real" / "val.json").read_text())
+    records = json.loads((require(data_root / "mathlib-src" / "leandojo-real" / "val.json")).read_text())
     return [t["state_before"] for r in records for t in r["traced_tactics"]
             if any(a["full_name"] in names for a in t["annotated_tactic"][1])]
 

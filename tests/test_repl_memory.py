@@ -21,6 +21,7 @@ from prover.env.source_target import file_plan
 from prover.env.repl_env import target_from_source
 from prover.data.theorem import Theorem
 from prover.search.file_queue import FileQueue
+from tests.conftest import require
 
 
 class _Process:
@@ -58,7 +59,7 @@ class CountingRepl(ReplSession):
 
 @pytest.fixture(scope="module")
 def real_tasks(data_root):
-    base = data_root / "mathlib-src" / "leandojo-real"
+    base = require(data_root / "mathlib-src" / "leandojo-real")
     tasks = []
     for r in json.loads((base / "val.json").read_text()):
         thm = Theorem(r["url"], r["commit"], r["file_path"], r["full_name"], tuple(r["start"]), tuple(r["end"]), ())

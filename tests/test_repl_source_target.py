@@ -15,6 +15,7 @@ import pytest
 from prover.data.lean_text import mask_non_code
 from prover.env.source_target import IN_COMMANDS, MODIFIERS, command_start, file_plan, keyword_index, target_parts
 from prover.env.verify import restate
+from tests.conftest import require
 
 # What may stand between a header's end and the keyword (comments are blank in masked code).
 _ATTRIBUTE = re.compile(r"@\[")
@@ -35,7 +36,7 @@ def _strip_attributes(code: str) -> str:
 
 @pytest.fixture(scope="module")
 def real(data_root):
-    base = data_root / "mathlib-src" / "leandojo-real"
+    base = require(data_root / "mathlib-src" / "leandojo-real")
     return base, json.loads((base / "val.json").read_text())
 
 

@@ -16,6 +16,7 @@ from prover.env.verdict import Status, lean_axioms_problem
 from prover.env.lean_query import is_query
 from prover.env.verify import axioms_answer, check_proof, fresh_name, restate
 from tests.lean_standin import query_answer
+from tests.conftest import require
 
 
 def info(data: str) -> dict:
@@ -83,7 +84,7 @@ def test_ordinary_tactics_pass_the_text_check(tactic):
 def test_no_real_tactic_is_refused(data_root):
     """The 770 tactics of the real LeanDojo records (leandojo-real/val, leandojo-sample)."""
     tactics = [t["tactic"] for f in ("mathlib-src/leandojo-real/val.json", "leandojo-sample/test.json")
-               for r in json.loads((data_root / f).read_text()) for t in r["traced_tactics"]]
+               for r in json.loads(require(data_root / f).read_text()) for t in r["traced_tactics"]]
     assert len(tactics) == 770 and [t for t in tactics if tactic_text_problem([t])] == []
 
 
@@ -153,7 +154,7 @@ def test_equation_compiler_theorem_is_checked_against_its_own_statement(data_roo
     used to run on into the next declaration, whose goal became the root: a proof of that
     goal counted. Now the root and the re-check are const_inj's own signature."""
     from prover.data.theorem import Theorem
-    real = data_root / "mathlib-src" / "leandojo-real"
+    real = require(data_root / "mathlib-src" / "leandojo-real")
     rec = next(r for r in json.loads((real / "val.json").read_text()) if r["full_name"] == "Nat.Partrec.Code.const_inj")
     thm = Theorem(rec["url"], rec["commit"], rec["file_path"], rec["full_name"], tuple(rec["start"]), tuple(rec["end"]), ())
     target = target_from_source(thm, real / "source")

@@ -16,7 +16,7 @@ from prover.search.replay_benchmark import (CEILING, CEILING_IN_BUDGET, RATE_LAB
 from prover.search.results import make_record
 from prover.search.sources import NoPremises, Suggested
 from prover.search.theorems import ProofTask
-from tests.conftest import REPO, tactic, theorem_record
+from tests.conftest import REPO, require, tactic, theorem_record
 from tests.search_doubles import FakeClock, TimedTactics
 from tests.test_search import FOCUSED, PLAIN
 
@@ -93,9 +93,7 @@ def test_ceiling_on_the_sample_theorems(leandojo_sample):
 
 
 def test_ceiling_on_the_real_records(data_root):
-    path = data_root / "mathlib-src" / "leandojo-real" / "val.json"
-    if not path.exists():
-        pytest.skip(f"no real records at {path}")
+    path = require(data_root / "mathlib-src" / "leandojo-real" / "val.json")
     tasks = [ProofTask(t, "leandojo", "leandojo-real/val") for t in load_theorems(path) if t.traced_tactics]
     assert len(tasks) == 185
     keys = [t.key for t in tasks]

@@ -202,6 +202,10 @@ BAD = [
     ({"state": "⊢ True", "k": True}, 422, "k", "k: Input should be a valid integer"),
     ({"state": "⊢ True", "retriever": "nope"}, 400, "retriever", "unknown retriever 'nope'; this service has cfr, bm25, hybrid"),
     ({"state": "⊢ True", "retriever": "bm25-plain"}, 400, "retriever", "unknown retriever 'bm25-plain'"),
+    # Informal search not served: which setting loads it, and a config that does (issue 61).
+    ({"state": "two is prime", "mode": "informal"}, 400, "mode",
+     "informal search is not loaded in this service: start it with informal among its retrievers "
+     "(`--retrievers bm25,informal`, or `retrievers:` in its config; configs/serve/demo.yaml loads it)"),
     ({"state": "⊢ True", "rerank": "yes"}, 422, "rerank", "rerank: Input should be a valid boolean"),
     ({"state": "⊢ True", "top_k": 5}, 422, "top_k", "top_k: Extra inputs are not permitted"),
     ({"k": 5}, 422, "state", "state: Field required"),

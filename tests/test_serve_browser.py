@@ -32,7 +32,7 @@ def _browser() -> tuple[str, str]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if not (chromium and driver):
-        message = ("chromium and chromedriver not found: `apt-get install -y chromium chromium-driver` "
+        message = ("needs a browser: chromium and chromedriver not found: `apt-get install -y chromium chromium-driver` "
                    "(.ci/run does this)")
         if os.environ.get("PROVER_REQUIRE_BROWSER"):
             pytest.fail(message)

@@ -20,7 +20,7 @@ from prover.data.splits import (
 )
 from prover.data.theorem import AnnotatedPremise, Theorem, TracedTactic, load_theorems
 
-DATA = Path(os.environ.get("PROVER_DATA", Path(__file__).parents[1].parent / "shared/data"))
+from tests.conftest import DATA_ROOT as DATA, require  # noqa: E402  (the one resolver)
 MINI = DATA / "mathlib-src-mini" / "random"
 SAMPLE = DATA / "leandojo-sample" / "test.json"
 
@@ -47,7 +47,7 @@ def assert_partition(split: Split, theorems: list[Theorem]) -> None:
 @pytest.fixture(scope="module")
 def mini() -> list[Theorem]:
     if not MINI.exists():
-        pytest.skip(f"no data at {MINI} (set PROVER_DATA)")
+        require(MINI)
     return [t for part in ("train", "val", "test") for t in load_theorems(MINI / f"{part}.json")]
 
 
@@ -264,7 +264,7 @@ def test_mini_weighted_strategies_skew(mini):
 
 def test_leandojo_sample_pl_skips_empty_proofs():
     if not SAMPLE.exists():
-        pytest.skip(f"no data at {SAMPLE} (set PROVER_DATA)")
+        require(SAMPLE)
     ts = load_theorems(SAMPLE)  # 8 of the 20 real records have no traced tactics
     for seed in range(10):
         s = make_split(ts, "pl", 3, 3, seed=seed)

@@ -12,7 +12,8 @@ RETRIEVERS = ("none", "bm25", "bm25-plain", "reprover", "cfr", "cfr-conventional
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default=None, help="YAML config (e.g. configs/search/default.yaml)")
     p.add_argument("--theorems", default=None,
-                   help="minif2f, a LeanDojo split file (.json[.gz]), a dataset folder (with --split), "
+                   help="minif2f, a LeanDojo split file (.json[.gz]), a dataset folder (with --split; demo: the "
+                        "bundled demo library), "
                         "or a theorem list (.jsonl)")
     p.add_argument("--split", default=None, help="minif2f: valid|test; a dataset folder: e.g. random/test")
     p.add_argument("--retriever", default=None,
@@ -68,19 +69,22 @@ def generator_partial(model: str | None, allow_partial: bool) -> dict[str, str]:
 
 
 def run_benchmark_command(args: argparse.Namespace) -> int:
+    cfg, retrievers = config_from_args(args)
+    from prover.search.placement import precheck
+    precheck(cfg.ray, retrievers)  # a request this machine cannot place: one line, before anything loads
     from prover.search.benchmark import run_benchmark
     from prover.env.lean_version import EnvChoiceError
     from prover.env.repl_session import InsufficientMemory, ReplUnavailable
     from prover.search.components import EnvUnavailableError, require_env, resolve_env
+    from prover.utils.ray_cluster import RayWaitTimeout
     from prover.search.results import markdown
-    cfg, retrievers = config_from_args(args)
     command = "prover " + " ".join(getattr(args, "argv", ["benchmark"]))
     partial = generator_partial(cfg.generator.model, getattr(args, "allow_partial", False))
     try:
         resolve_env(cfg)  # auto, and lean-dojo refused on Lean v4.12 or later
         require_env(cfg.env.name)  # before anything loads: say at once that Lean is missing
         summary = run_benchmark(cfg, retrievers, command=command, partial=partial)
-    except (EnvUnavailableError, EnvChoiceError, ReplUnavailable, InsufficientMemory) as e:
+    except (EnvUnavailableError, EnvChoiceError, ReplUnavailable, InsufficientMemory, RayWaitTimeout) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(markdown(summary))

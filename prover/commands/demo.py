@@ -27,6 +27,25 @@ from prover.commands.demo_settings import DemoConfig, check_demo_config
 from prover.config import load_config
 from prover.utils.logs import OUR_PACKAGES
 
+STATE_FILE = "state.txt"
+
+
+def demo_paths(out: Path, model: str | Path) -> dict[str, str]:
+    """Each thing the demo leaves, by what it is (paths as the command line named `out_dir`)."""
+    rel = lambda p: str(Path(p))  # noqa: E731
+    return {
+        "summary": rel(out / "demo.json"),
+        "retrieval table": rel(out / "retrieval"),
+        "retriever run (prover serve --config configs/serve/demo.yaml)": rel(out / "retriever"),
+        "retriever config (retriever.models=)": rel(out / "retriever.yaml"),
+        "generator model (generator suggest --model)": rel(model),
+        "generator config": rel(out / "generator.yaml"),
+        "a proof state (generator suggest --state)": rel(out / STATE_FILE),
+        "search results": rel(out / "search" / "summary.md"),
+        "search config": rel(out / "search.yaml"),
+    }
+
+
 LEGEND = ("R@k: % of a query's gold premises in the top k; MRR: mean reciprocal rank of the first "
           "gold premise; p50: median ms per query at batch 1.")
 
@@ -63,10 +82,13 @@ def run_demo(config: str | None, overrides: list[str], argv: list[str] | None = 
                       _retrieval, cfg, out, retriever_yaml, command)
     generator = timed("train generator", "training a tiny tactic generator", _train_generator, cfg, out)
     generator["example"] = _suggest(ds.theorems(cfg.data.split), generator["model"])
+    # The example's state, for `prover generator suggest --state` (the README's line).
+    (out / STATE_FILE).write_text(generator["example"]["state"] + "\n", encoding="utf-8")
     search = timed("search", f"best-first search on Ray over {cfg.search.theorems} theorems (replay simulator)",
                    _search, cfg, out, ds.root, retriever_yaml, generator["model"], command)
     times["total"] = round(time.perf_counter() - t0, 1)
     summary = {"command": command, "data_root": str(ds.root), "split": cfg.data.split, "seconds": times,
+               "paths": demo_paths(out, generator["model"]),
                "retrieval": retrieval["rows"], "generator": {k: generator[k] for k in (
                    "params", "steps", "train_pairs", "best_val_loss", "example")}, "search": search}
     (out / "demo.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
@@ -137,7 +159,7 @@ def _suggest(theorems: list, model: str, n: int = 3) -> dict:
     step = thm.traced_tactics[0]
     gen = TacticGenerator.load(model)
     text, _ = gen.input_text(step.state_before)
-    return {"theorem": thm.full_name, "recorded": step.tactic,
+    return {"theorem": thm.full_name, "recorded": step.tactic, "state": step.state_before,
             "suggested": [s.tactic for s in gen.generate([text], num_tactics=n, states=[step.state_before])[0]]}
 
 
@@ -191,7 +213,9 @@ def format_summary(summary: dict, retrieval: dict, out: Path) -> str:
     if not s["proved"]:
         lines.append("  The simulator accepts only the tactics a traced proof recorded, character for "
                      "character; a generator trained for seconds on a toy library rarely reproduces one.")
-    lines += ["", f"Demo library (hand-written, LeanDojo layout): {summary['data_root']}",
-              f"Results, models and the configs used: {out.resolve()}/ (demo.json, retrieval/, "
-              "search/summary.md, retriever.yaml, generator.yaml, search.yaml)"]
+    lines += ["", f"Demo library (hand-written, LeanDojo layout; --data demo): {summary['data_root']}",
+              f"What the demo wrote, under {out.resolve()}/:"]
+    paths = summary.get("paths") or demo_paths(out, out / "generator" / "generator" / "model")
+    width = max(len(k) for k in paths)
+    lines += [f"  {what:<{width}}  {path}" for what, path in paths.items()]
     return "\n".join(lines)

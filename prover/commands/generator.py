@@ -4,6 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from prover.config import load_config
+
+# Most suggestions `generator suggest -n` gives: each is a beam or a sample, so the cost grows
+# with it; proof search asks for 8 (cpu.yaml) to 64 (ReProver's) per state.
+MAX_SUGGESTIONS = 256
 from prover.utils.runinfo import partial_line
 
 
@@ -63,11 +67,22 @@ def run_suggest(model: str, state_file: str, num: int, method: str, retriever: s
         what = "is a folder" if Path(state_file).is_dir() else "no such file"
         raise UserInputError(f"--state {state_file}: {what} (expected a file holding a proof "
                              f"state, e.g. '⊢ True')")
-    state = Path(state_file).read_text(encoding="utf-8").strip()
+    if not 1 <= num <= MAX_SUGGESTIONS:
+        raise UserInputError(f"-n {num}: give between 1 and {MAX_SUGGESTIONS} suggestions (each one is a "
+                             f"beam or a sample; proof search asks for 8 to 64 per state)")
+    try:
+        state = Path(state_file).read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise UserInputError(f"--state {state_file} is not UTF-8 text (byte {e.start}): expected a file "
+                             f"holding a proof state, e.g. '⊢ True'") from None
+    if "\x00" in state:
+        raise UserInputError(f"--state {state_file} holds NUL bytes (a binary file?): expected a proof state "
+                             f"as text, e.g. '⊢ True'")
     if not state:
         raise UserInputError(f"--state {state_file} is empty: expected a proof state")
-    from generator.model import TacticGenerator, check_model_source
-    check_model_source(model)
+    from generator.source import check_model_source
+    check_model_source(model)  # before torch loads: a wrong path is answered at once
+    from generator.model import TacticGenerator
     premises = []
     if retriever:
         if not data:

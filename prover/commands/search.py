@@ -9,7 +9,6 @@ in one process (the index is built once: about a minute for mathlib-src on a CPU
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,8 +17,34 @@ from prover.data.errors import UserInputError
 
 
 def default_corpus() -> Path:
-    """mathlib-src in the data folder: $PROVER_DATA, else ../shared/data."""
-    return Path(os.environ.get("PROVER_DATA", "../shared/data")) / "mathlib-src"
+    """mathlib-src in the data folder: $PROVER_DATA, else the per-user data folder."""
+    from prover.data.location import data_path
+    return Path(data_path("mathlib-src"))
+
+
+def has_corpus(folder: Path) -> bool:
+    return any((folder / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz"))
+
+
+def choose_corpus(corpus: str | None) -> Path:
+    """--corpus (a dataset folder, or `demo`), else mathlib-src in the data folder, else the demo
+    library, said in one line on stderr with the command that fills the data folder."""
+    from prover.data.demo import DEMO, demo_root
+    if corpus == DEMO:
+        return demo_root()
+    if corpus:
+        folder = Path(corpus)
+        if not has_corpus(folder):
+            raise UserInputError(f"--corpus {folder}: no corpus.jsonl there (expected a dataset folder, "
+                                 f"or demo for the bundled demo library)")
+        return folder
+    folder = default_corpus()
+    if has_corpus(folder):
+        return folder
+    from prover.data.location import missing_hint
+    print(f"search: no corpus at {folder} ({missing_hint(folder)}); searching the bundled demo library "
+          f"instead (--corpus DIR for another dataset)", file=sys.stderr, flush=True)
+    return demo_root()
 
 
 def hit_record(retriever, hit, matched: list[str]) -> dict:
@@ -34,10 +59,7 @@ def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, doc
         raise UserInputError("give one QUERY, or --queries FILE (one query a line)")
     if k < 1:
         raise UserInputError(f"--k must be at least 1, got {k}")
-    folder = Path(corpus) if corpus else default_corpus()
-    if not any((folder / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
-        raise UserInputError(f"no corpus.jsonl in {folder}: pass --corpus DIR (a dataset folder) or set "
-                             f"PROVER_DATA to the data folder holding mathlib-src")
+    folder = choose_corpus(corpus)
     lines = None
     if queries is not None:
         qf = Path(queries)

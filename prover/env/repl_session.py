@@ -405,6 +405,14 @@ class InsufficientMemory(RuntimeError):
     """The REPLs a run would start cannot fit in this machine's memory."""
 
 
+def memory_workers(cfg: ReplConfig, available_gib: float | None = None) -> int:
+    """How many REPL workers this machine's memory holds (at least one)."""
+    if available_gib is None:
+        import psutil
+        available_gib = psutil.virtual_memory().total / GIB
+    return max(1, int(available_gib // cfg.memory_gb))
+
+
 def memory_check(workers: int, cfg: ReplConfig, available_gib: float | None = None) -> None:
     """Refuse a run whose REPLs cannot fit in this machine's memory, in one line naming both."""
     if available_gib is None:

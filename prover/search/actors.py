@@ -272,22 +272,31 @@ def _quiet_get(ref: Any, timeout: float = 30.0) -> Any:
 
 
 def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSettings,
-                search: SearchConfig, batching: BatchingConfig, run: str) -> Fleet:
-    """Start the model actors and `cfg.num_workers` ProverWorkers (`cfg` is a RayConfig);
-    waits until every actor is up, so a model that fails to load fails here."""
-    if cfg.num_workers <= 0 or cfg.num_generators <= 0:
-        raise ValueError("ray.num_workers and ray.num_generators must be positive")
+                search: SearchConfig, batching: BatchingConfig, run: str, tasks: int = 0,
+                max_workers: int | None = None) -> Fleet:
+    """Start the model actors and the ProverWorkers (`cfg` is a RayConfig), sized to what the
+    cluster has (prover/search/placement.py; a request that cannot fit is refused in one line
+    before any actor starts); waits, with a progress line and `cfg.start_timeout_s`, until every
+    actor is up, so a model that fails to load fails here."""
+    from prover.search.placement import plan
+    from prover.utils.ray_cluster import wait_ready
     uses_retriever = retriever_spec.name != "none"
-    consumers = cfg.num_generators + (1 if uses_retriever and cfg.shared_retriever else 0)
+    shared = uses_retriever and cfg.shared_retriever
+    remote = resolve_address(cfg.address) != "local"
+    # A local cluster is ours: what is free now is what the run gets. A cluster may be busy with
+    # other jobs for a while; its totals say what can ever be placed (the wait below is bounded).
+    resources = ray.cluster_resources() if remote else ray.available_resources()
+    placed = plan(cfg, shared_retriever=shared, tasks=tasks, cpus=resources.get("CPU", 0.0),
+                  gpus=resources.get("GPU", 0.0), max_workers=max_workers,
+                  where="the cluster" if remote else "the local Ray cluster")
+    log.info("%s", placed.note)
     common = dict(max_concurrency=cfg.max_concurrency, max_restarts=cfg.actor_restarts,
                   max_task_retries=cfg.actor_restarts)
     retriever = None
-    if uses_retriever and cfg.shared_retriever:
-        retriever = RetrieverActor.options(num_cpus=cfg.retriever_cpus,
-                                           num_gpus=gpu_share(cfg.retriever_gpus, consumers),
+    if shared:
+        retriever = RetrieverActor.options(num_cpus=placed.retriever_cpus, num_gpus=placed.retriever_gpus,
                                            **common).remote(retriever_spec, batching)
-    generators = [GeneratorActor.options(num_cpus=cfg.generator_cpus,
-                                         num_gpus=gpu_share(cfg.generator_gpus, consumers),
+    generators = [GeneratorActor.options(num_cpus=placed.generator_cpus, num_gpus=placed.generator_gpus,
                                          **common).remote(generator_spec, batching)
                   for _ in range(cfg.num_generators)]
     premises = retriever if retriever is not None else retriever_spec
@@ -295,14 +304,15 @@ def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSett
     # than fit (a REPL that imported Mathlib holds several GiB). A local run was checked against
     # the machine's memory before it started; there Ray's own memory resource (a share of what
     # is free) could leave a worker waiting forever.
-    remote = resolve_address(cfg.address) != "local"
     memory = int(env.repl.memory_gb * 2**30) if env.name == ENV_REPL and remote else None
-    workers = [ProverWorker.options(num_cpus=cfg.worker_cpus, max_restarts=0, memory=memory).remote(
+    workers = [ProverWorker.options(num_cpus=placed.worker_cpus, max_restarts=0, memory=memory).remote(
         f"{run}/worker-{i}", env, search, retriever_spec.name, premises, generators[i % len(generators)])
-        for i in range(cfg.num_workers)]
+        for i in range(placed.num_workers)]
     fleet = Fleet(retriever, generators, workers)
     try:  # a model that does not load, or an env that cannot run, fails here and says why
-        ray.get([a.__ray_ready__.remote() for a in fleet.all_actors()])
+        wait_ready([a.__ray_ready__.remote() for a in fleet.all_actors()], cfg.start_timeout_s,
+                   "search actors (retriever, generators, workers)", "ray.start_timeout_s",
+                   hint="" if not remote else "; a cluster busy with other jobs places them when it frees")
     except BaseException:
         fleet.shutdown()
         raise

@@ -20,7 +20,7 @@ from typing import Any
 
 from prover.data.jsonio import write_json
 from prover.env.base import ENV_LEANDOJO, ENV_REPL
-from prover.env.repl_session import memory_check, prepare
+from prover.env.repl_session import memory_check, memory_workers, prepare
 from prover.env.trace_ahead import trace_ahead
 from prover.utils.batching import BatchingConfig
 from prover.search.project_premises import ensure_corpus
@@ -32,6 +32,7 @@ from prover.search.settings import EnvSettings, as_object, resume_settings, run_
 from prover.search.file_queue import FileQueue
 from prover.search.theorems import ProofTask, load_tasks
 from prover.utils.progress import progress_bar
+from prover.utils.ray_cluster import RayWaitTimeout
 from prover.utils.runinfo import git_commit, machine
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,14 @@ class Dispatcher:
     """Hands theorems to idle workers and records each result as it arrives."""
 
     def __init__(self, fleet: Any, results: ResultsFile, env: str, retriever: str,
-                 max_attempts: int, hooks: Hooks | None = None) -> None:
+                 max_attempts: int, hooks: Hooks | None = None, stall_s: float | None = None) -> None:
         self.fleet = fleet
         self.results = results
         self.env = env
         self.retriever = retriever
         self.max_attempts = max(1, max_attempts)
         self.hooks = hooks or Hooks()
+        self.stall_s = stall_s  # the longest wait for the next result before giving up
         self.alive = list(fleet.workers)
         self.in_flight: dict[Any, tuple[Any, ProofTask, int]] = {}  # ref -> (worker, task, attempt)
         self.workers_lost = 0
@@ -92,7 +94,7 @@ class Dispatcher:
                 if not self.in_flight:
                     raise AllWorkersLost(f"every worker died; {len(pending)} theorems were not attempted "
                                          f"(rerun to resume)")
-                ready, _ = ray.wait(list(self.in_flight), num_returns=1)
+                ready = self._wait(bar)
                 for ref in ready:
                     worker, task, attempt = self.in_flight.pop(ref)
                     try:
@@ -123,6 +125,24 @@ class Dispatcher:
             self.seconds += time.perf_counter() - t0
             bar.close()
 
+    def _wait(self, bar: Any) -> list:
+        """The next finished searches, waited on in slices (the bar's clock keeps moving) for at
+        most `stall_s` in all: a worker stuck past every search's own limit ends the run in one
+        line instead of a silent wait."""
+        import ray
+        t0 = time.monotonic()
+        while True:
+            left = None if self.stall_s is None else self.stall_s - (time.monotonic() - t0)
+            if left is not None and left <= 0:
+                raise RayWaitTimeout(
+                    f"ray: no theorem finished in {self.stall_s:g} s ({len(self.in_flight)} in flight; each "
+                    f"search stops at its own time limit): a worker or model actor is stuck; what finished "
+                    f"is recorded and a rerun resumes (ray.stall_timeout_s sets this limit)")
+            ready, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=30.0 if left is None else min(30.0, left))
+            if ready:
+                return ready
+            bar.refresh()
+
     def _record(self, record: dict) -> None:
         if record.get("first_input") is not None:  # -v: the exact bytes the generator read first
             log.debug("%s (%s): the generator's input for its first state:\n%s", record.get("theorem"),
@@ -138,6 +158,14 @@ class Dispatcher:
             return
         self._record(lost_record(task, self.env, self.retriever, attempt,
                                  f"gave up after {attempt} attempts; last: {message}"))
+
+
+def stall_limit(ray_cfg: Any, search: Any) -> float | None:
+    """ray.stall_timeout_s, else 3 x the search's time limit + the actors' start limit (a
+    theorem's search, its environment's start and a restarted model actor all fit); 0: none."""
+    if ray_cfg.stall_timeout_s is not None:
+        return ray_cfg.stall_timeout_s or None
+    return 3 * search.timeout_s + ray_cfg.start_timeout_s
 
 
 def _first_line(e: BaseException) -> str:
@@ -156,8 +184,12 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
     search = as_object(cfg.search)
     batching: BatchingConfig = as_object(cfg.batching)
     env: EnvSettings = env_spec(cfg)
+    max_workers = None  # unset num_workers: at most the REPLs this machine's memory holds
     if cfg.env.name == ENV_REPL and actors.resolve_address(cfg.ray.address) == "local":
-        memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
+        if cfg.ray.num_workers is not None:
+            memory_check(cfg.ray.num_workers, env.repl)  # before anything is written (a cluster places workers by memory)
+        else:
+            max_workers = memory_workers(env.repl)
     tasks = load_tasks(cfg.theorems, cfg.env.repl.project)  # first: a missing theorems file is named as itself
     ensure_corpus(cfg)  # no --corpus: the premises of the project the run is on (built once)
     # Before run.json is written and Ray starts: the corpus parses, the models are there.
@@ -187,11 +219,12 @@ def run_one(cfg: Any, session: Any, hooks: Hooks | None = None, command: str = "
             # Every theorem of the benchmark is held out of the priors and the tactic neighbours.
             held_out = [t.key for t in tasks]
             fleet = actors.start_fleet(cfg.ray, retriever_spec(cfg, held_out),
-                                       tactic_spec or generator_spec(cfg, held_out), env, search, batching, name)
+                                       tactic_spec or generator_spec(cfg, held_out), env, search, batching, name,
+                                       tasks=len(todo), max_workers=max_workers)
             if hooks and hooks.on_fleet:
                 hooks.on_fleet(fleet)
             dispatcher = Dispatcher(fleet, results, cfg.env.name, cfg.retriever.name,
-                                    cfg.ray.max_attempts, hooks)
+                                    cfg.ray.max_attempts, hooks, stall_s=stall_limit(cfg.ray, search))
             dispatcher.run(todo, progress=cfg.progress, already_done=len(tasks) - len(todo))
             stats = {"wall_s": round(time.perf_counter() - t0, 2), "dispatch_s": round(dispatcher.seconds, 3),
                      "expansions": dispatcher.expansions, "workers_lost": dispatcher.workers_lost,

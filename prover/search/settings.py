@@ -89,18 +89,29 @@ class RayConfig:
     # null: $RAY_ADDRESS when set (a job submitted with `ray job submit`), else a new local
     # cluster. "auto" joins the cluster `ray start` last started on this machine.
     address: str | None = None
-    num_workers: int = 4  # ProverWorker actors, one search at a time each
+    # ProverWorker actors, one search at a time each. null: as many as the free CPUs hold (one
+    # each), at most one per theorem (prover/search/placement.py); a number is refused in one line
+    # when the cluster cannot place it.
+    num_workers: int | None = None
     num_generators: int = 1  # GeneratorActors; workers are spread over them
     shared_retriever: bool = True  # False: every worker holds its own retriever copy
-    worker_cpus: float = 1.0
-    retriever_cpus: float = 1.0
-    generator_cpus: float = 1.0
+    # CPUs each actor asks Ray for. null: one when the cluster has room for every actor, else an
+    # equal share of what it has.
+    worker_cpus: float | None = None
+    retriever_cpus: float | None = None
+    generator_cpus: float | None = None
     # null: a share of one GPU when the cluster has GPUs (retriever and generators split it), else 0.
     retriever_gpus: float | None = None
     generator_gpus: float | None = None
     max_concurrency: int = 256  # concurrent requests an actor accepts (its batcher's supply)
     actor_restarts: int = 1  # times Ray restarts a dead retriever/generator actor
     max_attempts: int = 2  # tries per theorem when the worker running it dies
+    # Seconds the actors may take to be placed and load their models before the run stops with
+    # one line (a progress line every 10 s meanwhile).
+    start_timeout_s: float = 300.0
+    # Seconds the run waits for the next finished theorem before it stops with one line (what
+    # is recorded stays; a rerun resumes). null: 3 x search.timeout_s + start_timeout_s; 0: none.
+    stall_timeout_s: float | None = None
     # A local cluster only:
     local_num_cpus: int | None = None
     object_store_mb: int | None = None

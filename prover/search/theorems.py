@@ -145,7 +145,8 @@ def load_source(source: str, split: str | None = None, minif2f_path: str | None 
                             "checkout, env.repl.project=PATH/TO/miniF2F-lean4 (or theorems.minif2f_path=FILE "
                             "written by prover data theorems)")
         return load_minif2f(path, split)
-    path = Path(source)
+    from prover.data.demo import DEMO, demo_root
+    path = demo_root() if source == DEMO else Path(source)  # "demo": the bundled demo library
     if path.is_dir():
         if not split:
             raise ValueError(f"{source} is a dataset folder: say which split (e.g. theorems.split=random/test)")

@@ -31,6 +31,7 @@ from retriever.base import RankedPremise
 from retriever.models.faiss_index import StaleIndexError
 
 log = logging.getLogger(__name__)
+INFORMAL = "informal"  # the retriever `"mode": "informal"` requests are answered by
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ class SearchService:
         if isinstance(name, str) and name.endswith(RERANK_SUFFIX):
             if name[: -len(RERANK_SUFFIX)] in self._loaded.first_stages:
                 name, rerank = name[: -len(RERANK_SUFFIX)], True
+        if name == INFORMAL and name not in self._loaded.first_stages:
+            raise BadRequest("informal search is not loaded in this service: start it with informal among its "
+                             "retrievers (`--retrievers bm25,informal`, or `retrievers:` in its config; "
+                             "configs/serve/demo.yaml loads it)", "mode")
         if name not in self._loaded.first_stages:
             raise BadRequest(f"unknown retriever {name!r}; this service has "
                              f"{', '.join(self.retriever_names())}", "retriever")
