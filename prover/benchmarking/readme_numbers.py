@@ -131,6 +131,11 @@ def _per_query_rows(stem: str, result: dict, results: Path) -> tuple[set[str], l
                 d = paired_intervals(values[a][m], values[b][m], clusters=theorems).diff
                 diff = float(values[a][m].mean() - values[b][m].mean())
                 out.append(_fmt(diff, d, 100, 1, signed=True))
+                w = written.get(a) or {}
+                if b == "fusion" and m == "R@10" and "minus fusion with file, 95% CI" in w and not all(
+                        _close(x, y, 1e-4) for x, y in zip(d, w["minus fusion with file, 95% CI"])):
+                    bad.append(f"{stem}: {a} − fusion (R@10) recomputes as {d}, the file says "
+                               f"{w['minus fusion with file, 95% CI']}")  # fusion_context's rows
                 for c in result.get("comparisons", []):
                     if (c.get("a"), c.get("b"), c.get("metric")) == (a, b, m) and not all(
                             _close(x, y, 1e-4) for x, y in zip([diff, *d], [c["diff"], *c["ci"]])):
