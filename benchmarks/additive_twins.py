@@ -31,8 +31,10 @@ from omegaconf import OmegaConf
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
-from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, provenance_line,
+from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, per_query_records, provenance_line,
                                                   rankings, results_stem, signed_ci)
+from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
+from prover.benchmarking.per_query import write_per_query
 from prover.utils.logs import setup_logging
 from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
@@ -43,9 +45,9 @@ METRICS = ("R@1", "R@10", "MRR")
 SETTINGS = {"rendered": True, "source text": False}
 
 
-def _measure(cfg, split: str, members: list[str], reuse: dict | None) -> tuple[dict, dict, dict]:
-    """(per row, per metric, the per-query values), the split's cached rankings, and the corpus's
-    twin count, with `data.render_to_additive` as `cfg` has it."""
+def _measure(cfg, split: str, members: list[str], reuse: dict | None) -> tuple[dict, dict, dict, dict]:
+    """(per row, per metric, the per-query values), the split's cached rankings, the corpus's
+    twin count, and each row's rankings, with `data.render_to_additive` as `cfg` has it."""
     from prover.data.additive_twins import is_twin
     from prover.data.dataset import Dataset
     ds = Dataset(cfg.data.root, on_error=cfg.data.on_error, max_state_chars=cfg.data.max_state_chars,
@@ -61,7 +63,7 @@ def _measure(cfg, split: str, members: list[str], reuse: dict | None) -> tuple[d
               "fusion+structure": fusion_rankings(data[FIT], d, members, cfg)}
     values = {row: {m: np.array([per_query(r, g)[m] for r, g in zip(rs, d["gold"])]) for m in METRICS}
               for row, rs in ranked.items()}
-    return values, data, {"twins": sum(is_twin(p) for p in corpus.premises), "premises": len(corpus)}
+    return values, data, {"twins": sum(is_twin(p) for p in corpus.premises), "premises": len(corpus)}, ranked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,12 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     untrained = {m: why for m in cfg.fusion.members if (why := missing_training(m, cfg))}
     members = [m for m in cfg.fusion.members if m not in untrained and m != STRUCTURE] + [STRUCTURE]
     t0 = time.perf_counter()
-    values, data, twins = {}, None, {}
+    values, data, twins, ranked = {}, None, {}, {}
     for name, on in SETTINGS.items():
         c = cfg.copy()
         OmegaConf.update(c, "data.render_to_additive", on)
-        values[name], data, twins[name] = _measure(c, args.split, members, data)
+        values[name], data, twins[name], ranked[name] = _measure(c, args.split, members, data)
     theorems = data[args.split]["theorems"]
+    records = per_query_records(data[args.split], {f"{row} ({name})": rs for name in ranked for row, rs in ranked[name].items()},
+                                {f"{row} ({name})": v for name in values for row, v in values[name].items()})
     rows = []
     for name, per_row in values.items():
         for row, ms in per_row.items():
@@ -118,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         result["chosen"] = {"render_to_additive": kept == "rendered", "decision": why}
     else:
         result["chosen_on_select"] = True
-        result["scored_once"] = True
-    write_results(results_stem(args.out, "additive-twins", cfg, args.split, args.tag), result, markdown(result))
+    stem = results_stem(args.out, "additive-twins", cfg, args.split, args.tag)
+    # The look is counted from the registry of scorings, never asserted (issue 62).
+    result.update(take_look(stem.name, result["benchmark"], args.split, result["git_commit"],
+                            args.tag or "default", Path(args.out) / LOOKS.name))
+    result["per_query"] = write_per_query(stem, records)
+    write_results(stem, result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
 from prover.benchmarking.harness import (REPO, RESULTS_DIR, add_allow_dirty, choose_within_noise,
                                          corrections_markdown,
                                          command_line, machine, mean_interval, paired_intervals,
@@ -190,33 +191,38 @@ def main(argv: list[str] | None = None) -> None:
     informal_rep = InformalRetriever(corpus, cfg, hidden={n for n, _ in rep})
     qrep = qsplit["report"]
     batch2 = [q for q in qrep if q["batch"] == 2]
-    first = "informal-queries-mathlib-src-report.md"
     benches = (
         ("docstrings", "informal-docstrings-mathlib-src-report-look2", [d for _, d in rep], [{n} for n, _ in rep],
-         None, None, informal_rep, chosen_doc, table_doc, why_doc, 2,
-         "second look at docstrings/report: informal-docstrings-mathlib-src-report.md scored the first "
-         "recipe on it once; this scores the second session's recipe, chosen on docstrings/select only.",
+         None, None, informal_rep, chosen_doc, table_doc, why_doc, ["docstrings/report"],
          f"Docstring -> declaration: {len(docs)} theorems of the 300 real source files with a docstring "
          f"(select {len(sel)}, report {len(rep)}, cut by name); the evaluated half's docstrings are hidden "
          f"from the index and the clouds. Intervals resample theorems."),
         ("queries", "informal-queries-batch2-mathlib-src-report", [q["query"] for q in batch2],
          [set(q["gold"]) for q in batch2], [q["group"] for q in batch2], None, informal_all, chosen_q, table_q,
-         why_q, 1, "first look at batch 2's report half (its queries committed before any system answered them).",
+         why_q, ["queries/report#batch2"],
          f"The query set's batch 2 ({len([q for q in qs if q['batch'] == 2])} queries in "
          f"{len({q['group'] for q in qs if q['batch'] == 2})} new intent groups, four forms, written and committed "
          f"before any system answered them; halves by a seeded group shuffle): report {len(batch2)} queries in "
          f"{len({q['group'] for q in batch2})} groups. Intervals resample groups."),
         ("queries", "informal-queries-all-mathlib-src-report", [q["query"] for q in qrep],
          [set(q["gold"]) for q in qrep], [q["group"] for q in qrep], [q["batch"] for q in qrep], informal_all,
-         chosen_q, table_q, why_q, 2,
-         f"second look at batch 1's report half ({first} scored it once with the first recipe), first look at "
-         "batch 2's; the rows and the comparisons marked batch 1 are second looks.",
+         chosen_q, table_q, why_q, ["queries/report#batch1", "queries/report#batch2"],
          f"The whole query set ({len(qs)} queries, {len({q['group'] for q in qs})} intent groups, four forms): "
          f"select {len(qsel)}, report {len(qrep)} queries in {len({q['group'] for q in qrep})} groups (batch 1: "
          f"{sum(q['batch'] == 1 for q in qrep)}, batch 2: {len(batch2)}). Intervals resample groups."))
     outputs = []
-    for (bench, stem, queries, golds, clusters, batches, informal, chosen, table, why, look, look_note,
+    for (bench, stem, queries, golds, clusters, batches, informal, chosen, table, why, look_splits,
          about) in benches:
+        # Looks counted from the registry of scorings (prover/benchmarking/looks.py), per batch of
+        # the query set (each batch's queries are their own), never written in (issue 62).
+        taken = {key: take_look(stem, f"informal search: {bench}", key, common["commit"], describe(chosen),
+                                RESULTS_DIR / LOOKS.name) for key in look_splits}
+        look = max(t["look"] for t in taken.values())
+        look_note = "; ".join(
+            f"look {t['look']} at {key}" + (" (earlier: " + ", ".join(f"{e['stem']} at {e['git_commit'][:10]}"
+                                                                       for e in t["earlier_looks"]) + ")"
+                                            if t["earlier_looks"] else "")
+            for key, t in taken.items())
         per = {}
         setting(informal, chosen)
         per["informal"] = evaluate(informal, queries, golds)

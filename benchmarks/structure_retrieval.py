@@ -2,7 +2,7 @@
 without it as a member, on real states.
 
     python benchmarks/structure_retrieval.py --split leandojo-real/select   # choose
-    python benchmarks/structure_retrieval.py --split leandojo-real/report   # report, once
+    python benchmarks/structure_retrieval.py --split leandojo-real/report   # report (its look counted)
     python benchmarks/structure_retrieval.py --split leandojo-real/select --run-dir runs/retriever-cpu
         # with the trained run's cfr-conventional in both fusions: the decision with CFR
 
@@ -10,7 +10,9 @@ Each fusion is fitted on random/val, as `prover retriever train-fusion` fits the
 and scored on `--split`: R@1, R@10 and MRR with 95% bootstrap intervals that resample
 theorems, and the paired difference of the fusion with `structure` to the one without. On
 select the rule for close calls (`choose_within_noise`) says whether `structure` joins the
-members; report only scores. The fusion's members are the config's `fusion.members`; a member
+members; report only scores, and its look (how many times this benchmark had scored the split)
+is counted in benchmarks/results/looks.jsonl (prover/benchmarking/looks.py). Each query's
+top 10 and R@1, R@10 and MRR per row are written to per_query/<stem>.jsonl.gz. The fusion's members are the config's `fusion.members`; a member
 whose model is not trained in the run (`cfr-conventional` without `prover retriever train-cfr`)
 is left out of both fusions, and the results file says so. Also measured: the parser's
 fallback share over the split's states and the corpus's premises, and the p50 latency at batch
@@ -30,8 +32,10 @@ import numpy as np
 from prover.benchmarking.harness import (add_allow_dirty, choose_within_noise, command_line, git_commit,
                                          load_config, machine, mean_interval, paired_intervals, parser,
                                          require_clean_tree, to_plain, write_results)
-from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, provenance_line,
+from prover.benchmarking.structure_members import (FIT, cache_dir, ci, fusion_rankings, pct, per_query, per_query_records, provenance_line,
                                                   rankings, results_stem, signed_ci, split_queries)
+from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
+from prover.benchmarking.per_query import write_per_query
 from prover.utils.logs import setup_logging
 from retriever.evaluation.benchmark import members_trained_by, training_summaries
 from retriever.settings import RetrieverTrainConfig
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
               "fusion+structure": fusion_rankings(data[FIT], d, with_structure, cfg)}
     metrics = {name: {m: np.array([per_query(r, g)[m] for r, g in zip(rs, d["gold"])])
                       for m in ("R@1", "R@10", "MRR")} for name, rs in ranked.items()}
+    records = per_query_records(d, ranked, metrics)
     rows = []
     for name, ms in metrics.items():
         row = {"row": name, "members": "+".join(with_structure if name == "fusion+structure" else base)
@@ -127,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         result["decision"] = why
     else:
         result["chosen_on_select"] = True
-        result["scored_once"] = True
-    write_results(results_stem(args.out, "structure-retrieval", cfg, args.split, args.tag), result, markdown(result))
+    stem = results_stem(args.out, "structure-retrieval", cfg, args.split, args.tag)
+    # The look is counted from the registry of scorings, never asserted (issue 62).
+    result.update(take_look(stem.name, result["benchmark"], args.split, result["git_commit"],
+                            args.tag or "default", Path(args.out) / LOOKS.name))
+    result["per_query"] = write_per_query(stem, records)
+    write_results(stem, result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -18,7 +18,7 @@ from prover.training.engine import BEFORE_STOP, Recipe, Stage, fit
 from prover.training.run import Budget, RunDir
 from prover.utils.files import save_dir_atomically
 from prover.training.workers import Workers
-from prover.utils.runinfo import partial_line, partial_training, require_full_training
+from prover.utils.runinfo import git_commit, partial_line, partial_training, require_full_training
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -85,7 +85,8 @@ def test_a_budget_stop_is_partial_and_its_resume_equals_an_uninterrupted_run(tmp
     assert (whole.stopped_by, whole.progress.step, whole.total_steps) == ("end", 16, 16)
     assert whole.progress.best_step == 4
     stopped = _toy(tmp_path / "cut", 10.0, 6, monkeypatch, target=target)
-    assert stopped.record() == {"stopped_by": "budget", "steps": 6, "planned_steps": 16, "partial": True}
+    assert stopped.record() == {"stopped_by": "budget", "steps": 6, "planned_steps": 16, "partial": True,
+                                "git_commit": git_commit()}
     # The stop evaluated step 6 and kept it (nearer target than step 4); step 4's is set aside.
     assert (tmp_path / "cut" / BEFORE_STOP).exists() and stopped.progress.best_step == 6
     stop = [json.loads(x) for x in (tmp_path / "cut/train_log.jsonl").read_text().splitlines()][-1]

@@ -15,6 +15,7 @@ from prover.benchmarking.results_index import INDEX, RESULTS, SHIPPED, MissingTr
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = "structure-retrieval-mathlib-src-random-test-cfr"  # the shipped recipe's random/test row
+NO_DATA = "; **no per-query data, and no line saying why**"  # what the index says of a file with neither
 
 
 def test_the_committed_index_is_the_render_of_the_results_json():
@@ -22,9 +23,18 @@ def test_the_committed_index_is_the_render_of_the_results_json():
         "benchmarks/results/README.md is stale: run `python benchmarks/results_index.py` and commit it"
 
 
-def test_a_hand_edit_to_a_results_json_makes_the_committed_index_stale(tmp_path):
+def _copy_results(tmp_path: Path) -> None:
+    """The results JSON, the registry of looks and the per-query folders the index reads."""
     for p in RESULTS.glob("*.json"):
         shutil.copy(p, tmp_path / p.name)
+    shutil.copy(RESULTS / "looks.jsonl", tmp_path / "looks.jsonl")
+    for layout in ("rankings", "outcomes", "per_query"):
+        if (RESULTS / layout).is_dir():
+            (tmp_path / layout).symlink_to(RESULTS / layout)
+
+
+def test_a_hand_edit_to_a_results_json_makes_the_committed_index_stale(tmp_path):
+    _copy_results(tmp_path)
     assert render(tmp_path, SHIPPED) == INDEX.read_text()  # the copy renders as committed
     edited = json.loads((tmp_path / f"{STEPS}.json").read_text())
     fusion = next(r for r in edited["rows"] if r["row"] == "fusion+structure")
@@ -147,8 +157,7 @@ def _no_shipped(tmp_path: Path) -> Path:
 
 
 def test_a_results_file_naming_a_model_without_its_training_record_fails_the_render(tmp_path):
-    for p in RESULTS.glob("*.json"):
-        shutil.copy(p, tmp_path / p.name)
+    _copy_results(tmp_path)
     assert render(tmp_path, SHIPPED) == INDEX.read_text()
     named = json.loads((tmp_path / "generator-mathlib-src-leandojo-real-report-cpu.json").read_text())
     named["model_training"] = None  # the model it names, without its record
@@ -180,9 +189,9 @@ def test_the_index_shows_looks_inherited_daggers_units_and_a_role_for_every_file
         (tmp_path / f"{stem}.json").write_text(json.dumps(r))
     text = render(tmp_path, _no_shipped(tmp_path))
     gen = _row(text, "gen-leandojo-real-report")
-    assert "| leandojo-real/report† | report (second look); 1 correction(s) in the file |" in gen
+    assert f"| leandojo-real/report† | report (second look); 1 correction(s) in the file{NO_DATA} |" in gen
     assert "gold − none (gold_loglik): [+2.04, +2.99] nats" in gen  # nats, not ×100
     assert "gold − none (exact_match@8): [-1.0, +2.0] pts" in gen and "[5.0, 15.0] %" in gen
-    assert "| leandojo-real/report | report |" in _row(text, "alone-leandojo-real-report")  # no neighbours, no †
-    assert "| report (second look) |" in _row(text, "own-look-leandojo-real-report")  # the file's own look
+    assert f"| leandojo-real/report | report{NO_DATA} |" in _row(text, "alone-leandojo-real-report")  # no neighbours, no †
+    assert f"| report (second look){NO_DATA} |" in _row(text, "own-look-leandojo-real-report")  # the file's own look
     assert "| none (measures cost, no quality scored) | measure |" in _row(text, "timing")

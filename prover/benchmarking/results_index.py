@@ -31,6 +31,8 @@ from pathlib import Path
 
 from prover.benchmarking.harness import REPO, RESULTS_DIR
 from prover.benchmarking.headlines import headline, interval, pct, retrieval_values
+from prover.benchmarking.looks import REGISTRY as LOOKS, look_of
+from prover.benchmarking.per_query import cell as per_query_cell, layout_files, status as per_query_status
 from prover.utils.runinfo import partial_note
 
 RESULTS = RESULTS_DIR
@@ -247,16 +249,27 @@ def partial_models(stem: str, results: dict[str, dict]) -> list[str]:
     return sorted(notes)
 
 
-def looks(result: dict) -> str:
-    """"first look"/"second look" at the file's report split, where its records say which: a
-    correction's `look`, else the file's own (a script that knows its look writes it)."""
-    n = corrected(result, "look")[-1] if corrected(result, "look") else result.get("look")
+def look_number(result: dict, stem: str | None = None, registry: Path = LOOKS) -> int | None:
+    """How many times the file's report (or test) split had been scored when it was: a
+    correction's `look`, else the registry of scorings (prover/benchmarking/looks.py), else
+    the file's own (written by a script from that registry)."""
+    if corrected(result, "look"):
+        return corrected(result, "look")[-1]
+    counted = look_of(stem, result.get("git_commit"), registry) if stem else None
+    return counted or result.get("look")
+
+
+def looks(result: dict, stem: str | None = None, registry: Path = LOOKS) -> str:
+    """"first look"/"second look"/"look N" at the file's report split, as `look_number` counts it."""
+    n = look_number(result, stem, registry)
     if not n:
         return ""
-    return {1: "first look", 2: "second look"}.get(n, f"look {n}")
+    return {1: "first look", 2: "second look"}.get(n, f"look {n}: a later look")
 
 
-def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]] | None = None) -> str:
+def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]] | None = None,
+             results_dir: Path = RESULTS, layouts: dict[str, list[str]] | None = None,
+             registry: Path = LOOKS) -> str:
     result = results[stem]
     scored = scored_splits(stem, result)
     chosen = choice_splits(result, scored)
@@ -273,13 +286,16 @@ def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]
         roles = ", ".join(dict.fromkeys(role(s, chosen) for s in scored)) or ("select" if dagger else "measure")
     if not splits:
         splits = ["none (measures cost, no quality scored)"]
-    if looks(result):
-        roles += f" ({looks(result)})"
+    if looks(result, stem, registry):
+        roles += f" ({looks(result, stem, registry)})"
     if result.get("corrections"):  # a later session found something wrong in what it says
         roles += f"; {len(result['corrections'])} correction(s) in the file"
     partial = partial_models(stem, results)
     if partial:  # a model's time budget stopped it before the planned step (issues 42, 52)
         roles += "; **partial model**: " + "; ".join(partial)
+    kind, what = per_query_status(stem, results, scored, results_dir, layouts)
+    if per_query_cell(kind, what):  # what each number averages, or why it is not committed (issue 62)
+        roles += f"; {per_query_cell(kind, what)}"
     command = f"`{cell(result['command'])}`" if result.get("command") else "—"
     numbers = "<br>".join(cell(h) for h in headline(result)) or "—"
     trained = budget(result)
@@ -289,11 +305,13 @@ def file_row(stem: str, results: dict[str, dict], inherited: dict[str, list[str]
             f"{roles} | {commits(result)} | {command} | {cell(trained)} | {numbers} |")
 
 
-def shipped_rows(results: dict[str, dict], shipped: list[dict]) -> list[str]:
+def shipped_rows(results: dict[str, dict], shipped: list[dict], registry: Path = LOOKS) -> list[str]:
     out = []
     for entry in shipped:
         result = results[entry["file"]]
         mark = " †" if entry.get("dagger") else ""
+        n = look_number(result, entry["file"], registry)
+        mark += f" ({looks(result, entry['file'], registry)})" if n and n > 1 else ""
         if isinstance(result["rows"], dict):  # the real-val halves' files: row -> {half: R@10, ci}
             half = entry["half"]
             v = result["rows"][entry["row"]][half]
@@ -323,8 +341,13 @@ which rows are the shipped system's, `benchmarks/results_index.json`); do not ed
 `tests/test_results_index.py` fails when this file differs from the render.
 
 Role: `select` where something was chosen (or the split is a validation half), `report` where
-a file only scores, `measure` where it scores no split (time, memory, throughput, sizing); "first look"/"second look" says, where the file's records say it, how many
-times its report split had been scored with it. † marks a split something in the file, or a
+a file only scores, `measure` where it scores no split (time, memory, throughput, sizing). "first look",
+"second look" or "look N" says how many times the file's benchmark had scored its report (or test)
+split when it wrote the file, any setting counted, as `benchmarks/results/looks.jsonl`, the
+registry of scorings, records it (prover/benchmarking/looks.py), or as a correction says.
+"per-query data committed": what each number averages (rankings or outcomes per query) is
+committed beside the file (`per_query/`, `rankings/`, `outcomes/`, or in the file); "no per-query
+data": the file says why, and the command that regenerates them (prover/benchmarking/per_query.py). † marks a split something in the file, or a
 setting it uses (the tactic-neighbour settings, chosen on all of leandojo-real/val), was chosen
 or fitted on. **partial model**: a model the file used was stopped by its time budget before its
 planned step, as its training record says (every stage; records of the files it was computed
@@ -342,10 +365,12 @@ def render(results_dir: Path = RESULTS, shipped_file: Path = SHIPPED) -> str:
     lines = [HEADER, "## Headline: the shipped first stage", "",
              json.loads(shipped_file.read_text())["description"], "",
              "| row | split | R@10 | file | commit | command | training |",
-             "|---|---|---|---|---|---|---|", *shipped_rows(results, shipped), "",
+             "|---|---|---|---|---|---|---|", *shipped_rows(results, shipped, results_dir / LOOKS.name), "",
              "## Every results file", "",
              "| file | benchmark | split | role | commit | command | training budget | headline |",
              "|---|---|---|---|---|---|---|---|"]
     inherited = inherited_choices(results)
-    lines += [file_row(stem, results, inherited) for stem in results]
+    layouts = layout_files(results_dir, list(results))
+    registry = results_dir / LOOKS.name
+    lines += [file_row(stem, results, inherited, results_dir, layouts, registry) for stem in results]
     return "\n".join(lines) + "\n"

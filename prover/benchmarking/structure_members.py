@@ -137,10 +137,31 @@ def signed_ci(c: list[float]) -> str:
     return f"[{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]"
 
 
+def per_query_records(d: dict, ranked: dict[str, list[list[int]]],
+                      values: dict[str, dict[str, Any]]) -> list[dict]:
+    """What each number of a structure or additive-twins file averages, one record per query:
+    its theorem, its gold premises (corpus indices), and per row its top 10 and its R@1, R@10
+    and MRR (MRR reads the row's whole depth, so it is kept as computed)."""
+    return [{"query": i, "theorem": t, "gold": sorted(g),
+             "rows": {row: {"top10": list(rs[i][:10]), **{m: round(float(v[i]), 6) for m, v in values[row].items()}}
+                      for row, rs in ranked.items()}}
+            for i, (t, g) in enumerate(zip(d["theorems"], d["gold"]))]
+
+
+def look_words(r: dict) -> str:
+    """How many times this benchmark had scored the split, as the registry counted it (a file
+    written before the registry says "once", which its corrections amend)."""
+    if r.get("look") is None:
+        return " once"
+    earlier = r.get("earlier_looks") or []
+    return (f"; look {r['look']} at this split by this benchmark (benchmarks/results/looks.jsonl)"
+            + (": earlier " + ", ".join(f"{e['stem']} at {e['git_commit'][:10]}" for e in earlier) if earlier else ""))
+
+
 def provenance_line(r: dict, chosen_here: bool) -> str:
     """The results page's second line: the command, its commit, where the fusions were fitted,
-    and whether this split is the one choices are made on or a report scored once."""
+    and whether this split is the one choices are made on or a report split, with its look."""
     return (f"`{r['command']}` at commit {r['git_commit']}. Fusions fitted on {r['fitted_on']}, scored here"
-            + (" (choices are made on this split)." if chosen_here else " once; the choice was made on "
+            + (" (choices are made on this split)." if chosen_here else f"{look_words(r)}; the choice was made on "
                "leandojo-real/select."))
 

@@ -57,7 +57,7 @@ class DemoGeneratorConfig:
         eval_every=100_000, eval_examples=16, eval_beams=2))
     # The tactics of the nearest training states join the model's candidates (kNN-LM), as in
     # configs/generator/cpu.yaml: on real tactics they carry most of what the generator gets right.
-    neighbors: NeighborsConfig = field(default_factory=lambda: NeighborsConfig(k=50, temperature=None, weight=0.5))
+    neighbors: NeighborsConfig = field(default_factory=lambda: NeighborsConfig(k=50, temperature=3.0, weight=0.5))
 
 
 @dataclass

@@ -47,6 +47,7 @@ from prover.utils.files import save_dir_atomically
 from prover.training.settings import Recipe, TrainerConfig
 from prover.training.workers import Workers
 from prover.utils.progress import progress_bar
+from prover.utils.runinfo import git_commit
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +130,10 @@ class Result:
         return self.stopped_by == "budget"
 
     def record(self) -> dict[str, Any]:
-        """What every stage's summary.json says about how its run ended."""
+        """What every stage's summary.json says about how its run ended, and the commit of the
+        code that trained it (written here, by the stage, never added by hand: issue 62)."""
         return {"stopped_by": self.stopped_by, "steps": self.progress.step,
-                "planned_steps": self.total_steps, "partial": self.partial}
+                "planned_steps": self.total_steps, "partial": self.partial, "git_commit": git_commit()}
 
 
 def optimizer_for(model: torch.nn.Module, recipe: Recipe, decay_1d: bool = False) -> torch.optim.AdamW:

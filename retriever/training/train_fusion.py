@@ -21,6 +21,7 @@ from prover.data.dataset import Dataset
 from prover.data.pairs import premise_queries
 from prover.data.tactic_steps import tactic_level
 from prover.utils.progress import progress_bar
+from prover.utils.runinfo import git_commit
 from retriever.base import TheoremContext
 from retriever.models.learned_fusion import fit_fusion, order, rank_features
 from retriever.registry import member_models
@@ -129,6 +130,7 @@ def train_fusion(cfg: Any) -> Path:
         "cv_folds": fc.folds, "cv_R@10": round(float(np.mean(cv)), 4) if cv else None,
         "ranking_seconds": round(ranking_seconds, 1), "seconds": round(time.perf_counter() - t0, 1),
         "cpu_seconds": round(time.process_time() - c0, 1), "stopped_by": "end",
+        "git_commit": git_commit(),  # the code that fitted it, written here, never by hand (issue 62)
         "config": OmegaConf.to_container(fc),
         "member_models": models,  # content hashes of the trained members' models
     }
