@@ -63,6 +63,7 @@ from omegaconf import MISSING, OmegaConf
 
 from generator.lease_train import StepVariant
 from generator.settings import GenerateConfig, GeneratorTrainConfig, ModelConfig
+from prover.benchmarking.device_travel import CALL_LIMIT_S, MIB, TRAVEL_LIMIT, Clock, folder_bytes, travelling_bytes
 from prover.benchmarking.harness import parser, write_results
 from prover.config import load_yaml
 from prover.data.jsonio import iter_jsonl, load_json, write_json, write_jsonl
@@ -76,9 +77,6 @@ REPO = Path(__file__).resolve().parents[1]
 log = logging.getLogger("benchmarks.device_generator")
 
 PACK = REPO / ".devcarry" / "gen"
-MIB = 1024 * 1024
-TRAVEL_LIMIT = 64 * MIB  # the device tool's working-tree limit
-CALL_LIMIT_S = 600  # one device call
 
 
 @dataclass
@@ -343,30 +341,8 @@ def pack(cfg: Any, out: Path) -> dict:
     return manifest
 
 
-def folder_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
-
-
 # ---------------------------------------------------------------------------------------------
 # plan (here): the dry run
-
-def travelling_bytes(carry: list[Path]) -> tuple[int, dict[str, int]]:
-    """What a device call sends: tracked and untracked-not-ignored files, and the carried paths."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
-    parts: dict[str, int] = {}
-    for name in filter(None, listed):
-        p = REPO / name.decode()
-        if p.is_file():
-            top = "/".join(Path(name.decode()).parts[:3])
-            parts[top] = parts.get(top, 0) + p.stat().st_size
-    total = sum(parts.values())
-    for c in carry:
-        n = folder_bytes(c) if c.exists() else 0
-        parts[f"carry:{c.relative_to(REPO) if c.is_relative_to(REPO) else c}"] = n
-        total += n
-    return total, parts
-
 
 START_S = 140.0  # issue 38's second lease: the script's start to the run's first line (install, imports, pack read)
 PROBE_S = 6.0  # one sizing probe there (a model build and probe_steps + 2 steps)
@@ -410,7 +386,7 @@ def size_params(cfg: Any) -> dict[str, int]:
 
 def plan(cfg: Any, deadline: float, pack_dir: Path) -> int:
     carry = [pack_dir, REPO / ".whl"]
-    total, parts = travelling_bytes(carry)
+    total, parts = travelling_bytes(REPO, carry)
     big = sorted(parts.items(), key=lambda kv: -kv[1])[:6]
     print(f"travels: {total / MIB:.1f} MiB of the device tool's {TRAVEL_LIMIT // MIB} MiB")
     for name, n in big:
@@ -478,20 +454,6 @@ def restore() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # run (there)
-
-class Clock:
-    """Seconds left before the deadline, counted from the script's start (`START_EPOCH`)."""
-
-    def __init__(self, deadline: float) -> None:
-        self.start = float(os.environ.get("START_EPOCH") or time.time())
-        self.deadline = deadline
-
-    def left(self) -> float:
-        return self.deadline - (time.time() - self.start)
-
-    def elapsed(self) -> float:
-        return time.time() - self.start
-
 
 def _sync(device: Any) -> None:
     import torch

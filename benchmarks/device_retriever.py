@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from prover.benchmarking.device_travel import CALL_LIMIT_S, MIB, TRAVEL_LIMIT, Clock, folder_bytes, travelling_bytes
 from prover.benchmarking.harness import parser, write_results
 from prover.config import load_yaml
 from prover.data.jsonio import write_json
@@ -55,9 +56,6 @@ from prover.utils.logs import setup_logging
 from retriever.settings import RetrieverTrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from device_generator import (CALL_LIMIT_S, MIB, TRAVEL_LIMIT, Clock, folder_bytes,  # noqa: E402
-                              travelling_bytes)
 
 log = logging.getLogger("benchmarks.device_retriever")
 
@@ -175,7 +173,7 @@ def planned_phases(cfg: Any, deadline: float) -> dict[str, float]:
 
 def plan(cfg: Any, deadline: float, pack_dir: Path, gen_pack: Path | None = None) -> int:
     carry = [pack_dir, *([gen_pack] if gen_pack else []), REPO / ".whl"]
-    total, parts = travelling_bytes(carry)
+    total, parts = travelling_bytes(REPO, carry)
     print(f"travels: {total / MIB:.1f} MiB of the device tool's {TRAVEL_LIMIT // MIB} MiB")
     for name, n in sorted(parts.items(), key=lambda kv: -kv[1])[:8]:
         print(f"  {n / MIB:7.1f} MiB  {name}")

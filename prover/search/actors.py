@@ -271,6 +271,20 @@ def _quiet_get(ref: Any, timeout: float = 30.0) -> Any:
         return None
 
 
+def _settled_local_resources(wait_s: float = 10.0) -> dict:
+    """What a local cluster has free once the actors of a run that just ended are gone: Ray frees
+    their CPUs asynchronously, so a second run in one session waits up to `wait_s` for what is
+    free to reach the totals before it is planned (else it would be refused on a passing count)."""
+    import time
+    total = ray.cluster_resources().get("CPU", 0.0)
+    deadline = time.monotonic() + wait_s
+    free = ray.available_resources()
+    while free.get("CPU", 0.0) < total and time.monotonic() < deadline:
+        time.sleep(0.2)
+        free = ray.available_resources()
+    return free
+
+
 def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSettings,
                 search: SearchConfig, batching: BatchingConfig, run: str, tasks: int = 0,
                 max_workers: int | None = None) -> Fleet:
@@ -285,7 +299,7 @@ def start_fleet(cfg: Any, retriever_spec: Any, generator_spec: Any, env: EnvSett
     remote = resolve_address(cfg.address) != "local"
     # A local cluster is ours: what is free now is what the run gets. A cluster may be busy with
     # other jobs for a while; its totals say what can ever be placed (the wait below is bounded).
-    resources = ray.cluster_resources() if remote else ray.available_resources()
+    resources = ray.cluster_resources() if remote else _settled_local_resources()
     placed = plan(cfg, shared_retriever=shared, tasks=tasks, cpus=resources.get("CPU", 0.0),
                   gpus=resources.get("GPU", 0.0), max_workers=max_workers,
                   where="the cluster" if remote else "the local Ray cluster")
