@@ -134,7 +134,7 @@ def test_rehearsal_trains_returns_and_scores_the_same(tiny, tmp_path, mini_root)
     assert all(0 <= r["R@10 95% CI"][0] <= r["R@10"] <= r["R@10 95% CI"][1] <= 1 for r in rows.values())
     cfr_bm25, fusions = scored["comparisons"]
     # Each of the three is rounded to 4 decimals, so they agree to within 1.5e-4.
-        assert cfr_bm25["diff"] == pytest.approx(rows["cfr-conventional (lease)"]["R@10"] - rows["bm25"]["R@10"], abs=2e-4)
+    assert cfr_bm25["diff"] == pytest.approx(rows["cfr-conventional (lease)"]["R@10"] - rows["bm25"]["R@10"], abs=2e-4)
     assert fusions["diff"] == 0 and fusions["diff_ci"] == [0, 0]
     assert scored["members"]["device"] == ["bm25", "cfr-conventional"] and scored["n_theorems"] <= scored["n_queries"]
     assert (tmp_path / "results" / "retriever-lease-mathlib-src-mini-random-test.md").exists()
