@@ -19,19 +19,7 @@ OUT=${OUT:-/tmp/device-out}
 CONFIG=${CONFIG:-configs/generator/device.yaml}
 PACK=${PACK:-.devcarry/gen}
 WHEELS=${WHEELS:-.whl}
-mkdir -p "$OUT"
-if [ -d "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-if command -v nvidia-smi >/dev/null; then
-  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "GPU: $GPU"
-  # The device tool's kind, for every row (H200 and H100 timings are not comparable).
-  case "$GPU" in *H200*) KIND=nvidia-h200 ;; *H100*) KIND=nvidia-h100-x1 ;; *) KIND="$GPU" ;; esac
-  export DEVICE_KIND=${DEVICE_KIND:-$KIND}
-fi
+source "$(dirname "$0")/device_setup.sh"
 RES=$(mktemp -d)
 # The results are packed whatever the run's end: a deadline or a crash still returns its rows. The
 # run's own deadline is 20 s before DEADLINE and `timeout` stops it 10 s before: the run ends its

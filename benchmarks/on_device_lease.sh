@@ -26,19 +26,8 @@ GCONFIG=${GCONFIG:-configs/generator/device.yaml}
 GPACK=${GPACK:-.devcarry/gen}
 GENERATOR_MIN_S=${GENERATOR_MIN_S:-240}
 WHEELS=${WHEELS:-.whl}
-mkdir -p "$OUT"
 left() { echo $(( ${DEADLINE%.*} - ($(date +%s) - START_EPOCH) )); }
-if [ -d "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-if command -v nvidia-smi >/dev/null; then
-  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "GPU: $GPU"
-  case "$GPU" in *H200*) KIND=nvidia-h200 ;; *H100*) KIND=nvidia-h100-x1 ;; *) KIND="$GPU" ;; esac
-  export DEVICE_KIND=${DEVICE_KIND:-$KIND}
-fi
+source "$(dirname "$0")/device_setup.sh"
 
 # 1. The retriever: its own deadline leaves the generator's minimum when it can (the stages keep
 # their seconds either way; `timeout` is the last guard).

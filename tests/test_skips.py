@@ -38,6 +38,17 @@ def test_check_skips_flags_new_kinds_and_changed_counts():
         f"a skip for another reason than {', '.join(SKIP_REASONS)}: 'no `patch` program' (x1)"]
 
 
+def test_what_the_machine_may_lack_is_pinned_as_a_ceiling():
+    """A machine with Lean or a browser runs those tests (fewer skips: fine); a new test that
+    skips for the same reason raises the count above the pin and fails."""
+    pinned = {"fixtures": {NEEDS_CORPUS: 3, NEEDS_BROWSER: 1}}
+    assert check_skips({NEEDS_CORPUS: 3}, pinned, "fixtures") == []
+    assert check_skips({NEEDS_CORPUS: 3, NEEDS_BROWSER: 2}, pinned, "fixtures") == [
+        f"2 skips '{NEEDS_BROWSER}', 1 pinned at most in tests/skips.json (fixtures)"]
+    assert check_skips({NEEDS_CORPUS: 2, NEEDS_BROWSER: 1}, pinned, "fixtures") == [
+        f"2 skips '{NEEDS_CORPUS}', 3 pinned in tests/skips.json (fixtures)"]
+
+
 def test_the_pinned_counts_name_only_allowed_kinds():
     pinned = json.loads(SKIPS_PINNED.read_text())
     for mode in ("fixtures",):
