@@ -117,7 +117,7 @@ class InformalRetriever(ScoringRetriever):
         log.info("informal index: %d premises, %d with a docstring, %d with a module docs alias, "
                  "%d with a title; clouds from %d pairs", len(texts), sum(bool(d) for d in self.docs),
                  sum(bool(a) for a in self.aliases), sum(bool(t) for t in self.titles), self.clouds.pairs)
-        self.dense = None  # (encoder, embeddings), when cfg.dense names a model
+        self.dense = None  # (encoder, index of the embeddings), when cfg.dense names a model
         self.dense_note = ""  # the one line said when the dense member was asked for and cannot run
         if cfg.dense:
             self.dense_note = dense_member(self, cfg)
@@ -145,10 +145,14 @@ class InformalRetriever(ScoringRetriever):
         return np.where(row > 0, row, -np.inf).astype(np.float32)
 
     def dense_row(self, query: str) -> np.ndarray:
-        """The dense member's scores: the cosine similarity of the query's and each premise's
-        embeddings."""
-        encoder, emb = self.dense
-        return emb @ encoder.encode([query])[0]
+        """The dense member's scores: the cosine similarity of the query's and a premise's
+        embeddings for the query's `fusion_depth` nearest premises (what the fusion reads), -inf
+        for the others."""
+        encoder, index = self.dense
+        ids, scores = index.search(encoder.encode([query])[0], self.cfg.fusion_depth)
+        row = np.full(len(self.corpus), -np.inf, dtype=np.float32)
+        row[ids] = scores
+        return row
 
     def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """The query's known terms: vocabulary ids, weights, the terms and their sources."""
@@ -203,8 +207,8 @@ def rrf(rows: Sequence[np.ndarray], weights: Sequence[float], k: int = 60, depth
 
 
 def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
-    """Load the dense member into `r` (its encoder and every premise's embedding, from the
-    cache where it has them); the one line to say when it cannot, "" when it did."""
+    """Load the dense member into `r` (its encoder and the index of every premise's embedding,
+    from the cache where it has them); the one line to say when it cannot, "" when it did."""
     from retriever.informal import dense
     why = dense.available()
     if why is None:
@@ -214,8 +218,9 @@ def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
             why = (f"informal search: lexical only (the dense model {cfg.dense} cannot be loaded: "
                    f"{str(e).splitlines()[0][:120]})")
         else:
-            emb = dense.embed_corpus(r.dense_texts(), encoder, cfg.dense_cache, say=log.warning)
-            r.dense = (encoder, emb)
+            r.dense = (encoder, dense.dense_index(r.dense_texts(), encoder, cfg.dense_cache, cfg.dense_index,
+                                                  cfg.dense_hnsw_m, cfg.dense_ef_construction,
+                                                  cfg.dense_ef_search, say=log.warning))
             return ""
     return why
 

@@ -57,6 +57,13 @@ class InformalConfig:
     dense_tokens: int = 64  # the embedder reads this many tokens of a declaration's text
     dense_threads: int = 1  # torch threads for encoding (queries and the index)
     dense_cache: str = "runs/dense"  # embeddings by text, model and token limit
+    # How a query's nearest premises are found: hnsw, a FAISS HNSW graph (dense_hnsw_m links a
+    # node, dense_ef_construction candidates while building, dense_ef_search while searching)
+    # built once and cached beside the embeddings; exact, the inner product with every premise.
+    dense_index: str = "hnsw"
+    dense_hnsw_m: int = 32
+    dense_ef_construction: int = 80
+    dense_ef_search: int = 256
 
     def with_dense(self) -> "InformalConfig":
         """The setting issue 63 chose on select: the dense member fused at weight 0.5, with the
