@@ -269,15 +269,22 @@ def dense_index(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, 
     path = hnsw_path(cache_root, encoder.key, [text_key(t) for t in texts], m, ef_construction)
     if path.is_file():
         return HNSWIndex(faiss.read_index(str(path)), ef_search, path)
-    emb = embed_corpus(texts, encoder, cache_root, say=say)
+    return build_hnsw(embed_corpus(texts, encoder, cache_root, say=say), path, m, ef_construction, ef_search, say)
+
+
+def build_hnsw(emb: np.ndarray, path: Path, m: int = 32, ef_construction: int = 80, ef_search: int = 256,
+               say: Callable[[str], None] | None = None) -> HNSWIndex:
+    """An HNSW graph over `emb` (rows normalised), written to `path` whole (a temporary file
+    renamed, so a stopped build leaves no index to read)."""
+    import faiss
     t0 = time.perf_counter()
     index = faiss.IndexHNSWFlat(emb.shape[1], m, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = ef_construction
-    index.add(emb)
+    index.add(np.ascontiguousarray(emb, dtype=np.float32))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     faiss.write_index(index, str(tmp))
-    tmp.replace(path)  # whole or not at all: a stopped build leaves no index to read
+    tmp.replace(path)
     if say:
         say(f"dense index: HNSW graph over {len(emb):,} embeddings built in {time.perf_counter() - t0:.0f} s, "
             f"{path.stat().st_size / 2**20:.0f} MiB at {path}")
