@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cache", default="runs/dense", help="the dense member's embedding cache")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each query (its median kept)")
     p.add_argument("--reuse", action="store_true", help="read a cached HNSW graph instead of timing its build")
+    p.add_argument("--timed-nice", type=int, default=None,
+                   help="the process's nice value for the timed runs alone (negative needs root; recorded in the file)")
     p.add_argument("--load-note", default="", help="what else ran on the machine meanwhile (said in the file)")
     args = p.parse_args(argv)
     commit = require_clean_tree(args.allow_dirty)
@@ -192,6 +194,9 @@ def main(argv: list[str] | None = None) -> None:
 
     log.info("timing %d queries x %d", len(qs), args.repeats)
     texts_q = [q["query"] for q in qs]
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    if args.timed_nice is not None:  # the CPU is shared: the timed runs may ask for a larger share
+        os.setpriority(os.PRIO_PROCESS, 0, args.timed_nice)
     before = os.getloadavg()
     lat = {}
     r.dense = (encoder, fast)
@@ -202,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     r.dense = None
     lat[LEXICAL], _ = latency(r, texts_q, args.repeats)
     after = os.getloadavg()
+    timed_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
     for rec, w in zip(records, wall_fast):
         rec["wall_ms"] = round(w, 2)
     cache_bytes = sum(f.stat().st_size for f in (Path(cfg.dense_cache) / encoder.key).glob("chunk-*.npz"))
@@ -221,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         "hnsw_recall_at_100": float(np.mean(recall)),
         "latency": lat, "latency_ms_p50": lat[FAST]["wall_ms_p50"], "parts": part,
         "load": {"before": [round(x, 2) for x in before], "after": [round(x, 2) for x in after],
-                 "note": args.load_note or "2 CPU cores shared with other jobs"},
+                 "note": (args.load_note or "2 CPU cores shared with other jobs.")
+                 + f" The process ran at nice {nice}, the timed runs at nice {timed_nice}."},
         "index": {
             "premises": len(fast),
             "HNSW graph build s (wall, this run)": build["seconds"] if build else "read from the cache (--reuse)",
