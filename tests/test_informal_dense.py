@@ -224,12 +224,49 @@ def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monk
     out = capsys.readouterr()
     assert json.loads(out.out)[0]["full_name"] == "Module.induced_restrict_adj"
     assert out.err.strip() == dense.MISSING  # one line, then the lexical answer
+    assert run_search("Schur's lemma", 5, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()  # the default (no --dense): the same line, the words as they ship alone (no aliases)
+    assert out.err.strip() == dense.MISSING
+    assert [h["full_name"] for h in json.loads(out.out)] == ["bijective_or_eq_zero_of_lemma_schur"]
 
 
 def test_the_chosen_setting():
     cfg = InformalConfig().with_dense()
     assert (cfg.dense, cfg.dense_weight, cfg.alias_weight, cfg.title_weight) == (dense.HUB_ID, 0.5, 2, 1)
-    assert InformalConfig().dense is None  # not the default: p50 over 50 ms on the full corpus
+    assert cfg.dense_index == "hnsw" and cfg.dense_build
+    # The config's own default stays the words alone (a retriever built from a config builds no
+    # model it was not asked for); `prover search` fuses the dense member when it is at hand.
+    assert InformalConfig().dense is None
+
+
+def test_search_fuses_the_dense_member_by_default_when_its_index_is_built(schur_corpus, tmp_path, monkeypatch, capsys):
+    """`prover search` without --dense/--lexical: the words alone, said in one line, while the
+    corpus has no dense index (--dense builds it); then the fusion, silently."""
+    monkeypatch.setattr(dense, "available", lambda: None)
+    monkeypatch.setattr(dense, "Encoder", lambda *a, **k: HashEncoder())
+    monkeypatch.chdir(tmp_path)  # dense_cache is runs/dense under the working folder
+    corpus = Corpus.load(schur_corpus / "corpus.jsonl")
+    auto = InformalConfig(docs=str(schur_corpus)).with_dense()
+    from dataclasses import replace
+    said = []
+    r = InformalRetriever(corpus, replace(auto, dense_build=False), say=said.append)
+    assert r.dense is None and said == [dense.NO_INDEX]
+    assert (r.cfg.dense, r.cfg.alias_weight, r.cfg.title_weight) == (None, 0, 0)  # the words as they ship alone
+    from prover.commands.search import run_search
+    capsys.readouterr()
+    assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()
+    assert out.err.strip() == dense.NO_INDEX and not list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))
+    assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None, dense=True) == 0
+    assert capsys.readouterr().err == "" and len(list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))) == 1
+    said.clear()
+    r = InformalRetriever(corpus, replace(auto, dense_build=False), say=said.append)
+    assert said == [] and r.dense is not None and r.dense[1].kind == "hnsw" and r.cfg.alias_weight == 2
+    assert run_search("Frobenius reciprocity", 1, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and json.loads(out.out)[0]["full_name"] == "Module.induced_restrict_adj"
+    assert run_search("Frobenius reciprocity", 1, True, str(schur_corpus), str(schur_corpus), None, dense=False) == 0
+    assert capsys.readouterr().err == ""  # --lexical: the words alone, nothing to say
 
 
 def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, capsys):

