@@ -48,8 +48,10 @@ class InformalConfig:
     # serves the lexical member alone and says so in one line.
     # Issue 63 chose on batch 3's select half: dense weight 0.5 with the aliases (bullet 2, title
     # 1), +9.3 [+4.4, +14.9] R@10 over the words alone (informal-dense-mathlib-src-select.md);
-    # `with_dense()` is that setting. It is not the default: its p50 on the full corpus was
-    # over 50 ms on a shared CPU (the exact inner product over 181k float32 rows).
+    # `with_dense()` is that setting. A config builds no model it does not name, so null stays
+    # this field's default; `prover search` uses `with_dense()` when the `dense` extra is installed
+    # and the corpus' index is built (p50 24.7 ms a query on the full corpus with the HNSW graph,
+    # informal-dense-latency-mathlib-src-select.md; the exact scan's was over 50 ms).
     dense: str | None = None
     dense_weight: float = 0.5
     rrf_k: int = 60
