@@ -31,20 +31,16 @@ import hashlib
 import json
 import logging
 import resource
-import tempfile
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import numpy as np
 
 from prover.benchmarking.harness import (REPO, RESULTS_DIR, add_allow_dirty, choose_within_noise,
                                          command_line, corrections_markdown, machine, mean_interval,
-                                         paired_intervals, parser, require_clean_tree, write_and_print)
+                                         paired_intervals, parser, write_and_print)
 from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
-from prover.data.corpus import Corpus
-from prover.data.project_corpus import build_corpus
-from prover.utils.logs import setup_logging
+from prover.benchmarking.informal_data import start
 from retriever.base import top_k
 from retriever.baselines.bm25 import BM25Config, BM25Retriever
 from retriever.evaluation.metrics import Judgement, query_metrics
@@ -196,17 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--docstrings", type=int, default=600,
                    help="theorems of the docstring benchmark's select half scored (the first by md5 of the name)")
     args = p.parse_args(argv)
-    commit = require_clean_tree(args.allow_dirty)
-    setup_logging()
-    logging.getLogger("benchmark").setLevel(logging.INFO)
-    data = Path(args.data) / "mathlib-src"
-    if not (data / "corpus.jsonl.gz").is_file():
-        raise SystemExit(f"no corpus at {data}: pass --data PATH/TO/shared/data")
     t0 = time.perf_counter()
-    corpus = Corpus.load(data / "corpus.jsonl.gz")
-    names = {p.full_name for p in corpus.premises}
-    docs_dir = Path(tempfile.mkdtemp(prefix="informal-docs-"))
-    build_corpus(data / "leandojo-real" / "source", docs_dir, progress=False, say=lambda _: None)
+    commit, corpus, names, docs_dir = start(args)
     rows300 = [json.loads(line) for line in (docs_dir / "corpus.jsonl").read_text().splitlines()]
     base = InformalConfig(docs=str(docs_dir), dense=dense_mod.HUB_ID, dense_cache=args.cache, **ALIASES)
     shipped_cfg = replace(base, alias_weight=0, title_weight=0, dense=None)

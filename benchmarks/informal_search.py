@@ -30,10 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import tempfile
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -41,10 +39,8 @@ from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
 from prover.benchmarking.harness import (REPO, RESULTS_DIR, add_allow_dirty, choose_within_noise,
                                          corrections_markdown,
                                          command_line, machine, mean_interval, paired_intervals,
-                                         parser, require_clean_tree, write_and_print)
-from prover.data.corpus import Corpus
-from prover.data.project_corpus import build_corpus
-from prover.utils.logs import setup_logging
+                                         parser, write_and_print)
+from prover.benchmarking.informal_data import start
 from retriever.baselines.bm25 import BM25Config, BM25Retriever
 from retriever.evaluation.metrics import Judgement, query_metrics
 from retriever.informal.retriever import InformalRetriever
@@ -153,17 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     p = add_allow_dirty(parser(__doc__))
     p.add_argument("--data", default="../shared/data", help="the data folder (mathlib-src inside)")
     args = p.parse_args(argv)
-    commit = require_clean_tree(args.allow_dirty)
-    setup_logging()
-    logging.getLogger("benchmark").setLevel(logging.INFO)
-    data = Path(args.data) / "mathlib-src"
-    if not (data / "corpus.jsonl.gz").is_file():
-        raise SystemExit(f"no corpus at {data}: pass --data PATH/TO/shared/data")
     t0 = time.perf_counter()
-    corpus = Corpus.load(data / "corpus.jsonl.gz")
-    names = {p.full_name for p in corpus.premises}
-    docs_dir = Path(tempfile.mkdtemp(prefix="informal-docs-"))
-    build_corpus(data / "leandojo-real" / "source", docs_dir, progress=False, say=lambda _: None)
+    commit, corpus, names, docs_dir = start(args)
     cfg = InformalConfig(docs=str(docs_dir))
     docs = [(p["full_name"], p["doc"]) for line in (docs_dir / "corpus.jsonl").read_text().splitlines()
             for p in json.loads(line)["premises"]

@@ -313,9 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--docs", default=None, help="docstrings from this corpus or folder of Lean sources "
                       "(default: the corpus folder's leandojo-real/source, when present)")
     srch.add_argument("--queries", default=None, help="file of queries, one a line: JSON lines out")
-    srch.add_argument("--dense", action="store_true", help="fuse the dense member (all-MiniLM-L6-v2, the "
-                      "'dense' extra) and the module docs' aliases with the words, as issue 63 chose on select; "
-                      "the first run embeds the corpus once (about an hour on 2 CPU cores)")
+    member = srch.add_mutually_exclusive_group()
+    member.add_argument("--dense", action="store_true", default=None,
+                        help="fuse the dense member (all-MiniLM-L6-v2, the 'dense' extra) and the module docs' "
+                        "aliases with the words, as issue 63 chose on select, building its index if this corpus "
+                        "has none yet (embedding every premise once: about an hour on 2 CPU cores for "
+                        "mathlib-src). Default: fused when the extra is installed and the index is built")
+    member.add_argument("--lexical", dest="dense", action="store_false", help="the words alone")
     srch.set_defaults(func=_cmd_search)
 
     gen = sub.add_parser("generator", help="tactic generator").add_subparsers(

@@ -56,18 +56,18 @@ class RankedPremise:
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best finite scores, best first; ties go to the lower corpus index,
     so a ranking never depends on how a partition happened to order equal scores."""
-    n = scores.size
-    cand = np.arange(n)
-    if 0 < k < n:
+    cand = np.flatnonzero(np.isfinite(scores))
+    if 0 < k < cand.size and cand.size > 16 * k:
         # torch's top-k finds the k-th best score several times faster than np.partition
         # over a corpus-sized row (a local profile),
-        # and every member of a fusion pays it once per query.
+        # and every member of a fusion pays it once per query. A row with few finite scores
+        # (a fused head, an approximate index's hits) is sorted as it is: a full-row top-k
+        # would be most of its cost (issue 63).
         import torch  # here: the lexical baselines import this module without needing torch
         row = scores if scores.flags.c_contiguous and scores.flags.writeable else scores.copy()
         kth = torch.topk(torch.from_numpy(row), k, sorted=False).values.min().item()
         if kth == kth:  # NaN never compares; keep every candidate then
-            cand = np.flatnonzero(scores >= kth)
-    cand = cand[np.isfinite(scores[cand])]
+            cand = cand[scores[cand] >= kth]
     order = np.lexsort((cand, -scores[cand]))
     return cand[order][:k]
 

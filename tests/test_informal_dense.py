@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from prover.data.corpus import Corpus
+from prover.data.errors import UserInputError
 from prover.data.module_docs import aliases, bullets, module_docs, title
 from prover.data.project_corpus import build_corpus
+from retriever.base import top_k
 from retriever.informal import dense
 from retriever.informal.retriever import InformalRetriever, read_docs, rrf
 from retriever.informal.settings import InformalConfig
@@ -158,6 +160,58 @@ def test_embeddings_are_cached_by_text_chunk_by_chunk(tmp_path):
     assert enc.encoded == 11  # only the changed text
 
 
+class HashEncoder(FakeEncoder):
+    """A text's embedding seeded by its SHA-1: distinct texts, distinct vectors (no ties)."""
+
+    key = "hash-t64"
+
+    def encode(self, texts, batch_size=64):
+        self.encoded += len(texts)
+        out = np.stack([np.random.default_rng(int.from_bytes(dense.text_key(t)[:8], "little")).standard_normal(16)
+                        for t in texts])
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_the_hnsw_index_finds_what_the_exact_scan_finds_and_is_built_once_per_key(tmp_path, monkeypatch):
+    enc = HashEncoder()
+    texts = [f"premise number {i}" for i in range(600)]
+    exact = dense.dense_index(texts, enc, tmp_path, "exact")
+    hnsw = dense.dense_index(texts, enc, tmp_path, "hnsw", m=16, ef_construction=64, ef_search=128)
+    assert enc.encoded == 600 and hnsw.kind == "hnsw" and hnsw.path.is_file() and len(hnsw) == 600
+    queries = enc.encode([f"query {i}" for i in range(30)])
+    for q in queries:
+        ids, scores = hnsw.search(q, 10)
+        want, want_scores = exact.search(q, 10)
+        assert list(ids) == list(want) and np.allclose(scores, want_scores, atol=1e-5)
+        assert list(ids) == list(np.argsort(-(exact.emb @ q))[:10])  # the exact scan's order
+    # Reused: the same texts and settings read the cached graph, neither encoding nor building.
+    import faiss
+    monkeypatch.setattr(faiss, "IndexHNSWFlat", lambda *a: pytest.fail("rebuilt a cached index"))
+    again = dense.dense_index(texts, enc, tmp_path, "hnsw", m=16, ef_construction=64, ef_search=128)
+    assert enc.encoded == 630 and again.path == hnsw.path  # 600 texts + the 30 queries above
+    assert list(again.search(queries[0], 10)[0]) == list(hnsw.search(queries[0], 10)[0])
+    monkeypatch.undo()
+    # Rebuilt when its key changes: a changed text (one new encoding), or another graph setting.
+    changed = texts[:7] + ["a premise whose docstring changed"] + texts[8:]
+    other = dense.dense_index(changed, enc, tmp_path, "hnsw", m=16, ef_construction=64, ef_search=128)
+    assert other.path != hnsw.path and other.path.is_file() and enc.encoded == 631
+    wider = dense.dense_index(texts, enc, tmp_path, "hnsw", m=8, ef_construction=64)
+    assert wider.path not in (hnsw.path, other.path) and enc.encoded == 631
+    assert len(list((tmp_path / enc.key).glob("hnsw-*.faiss"))) == 3
+    assert not list((tmp_path / enc.key).glob("*.tmp*"))  # written whole, then renamed
+    with pytest.raises(UserInputError, match="dense_index"):
+        dense.dense_index(texts, enc, tmp_path, "ivf")
+
+
+def test_top_k_of_a_row_with_few_finite_scores_orders_them_ties_to_the_lower_index():
+    row = np.full(5000, -np.inf, dtype=np.float32)
+    row[[4000, 17, 2500, 300]] = [0.5, 0.9, 0.5, 0.1]
+    assert list(top_k(row, 3)) == [17, 2500, 4000]
+    assert list(top_k(row, 10)) == [17, 2500, 4000, 300]  # fewer than k: every finite one
+    dense_row = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
+    assert list(top_k(dense_row, 5)) == list(np.argsort(-dense_row)[:5])
+
+
 def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails as if not installed
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
@@ -170,12 +224,49 @@ def test_without_the_extra_search_is_lexical_and_says_so_once(schur_corpus, monk
     out = capsys.readouterr()
     assert json.loads(out.out)[0]["full_name"] == "Module.induced_restrict_adj"
     assert out.err.strip() == dense.MISSING  # one line, then the lexical answer
+    assert run_search("Schur's lemma", 5, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()  # the default (no --dense): the same line, the words as they ship alone (no aliases)
+    assert out.err.strip() == dense.MISSING
+    assert [h["full_name"] for h in json.loads(out.out)] == ["bijective_or_eq_zero_of_lemma_schur"]
 
 
 def test_the_chosen_setting():
     cfg = InformalConfig().with_dense()
     assert (cfg.dense, cfg.dense_weight, cfg.alias_weight, cfg.title_weight) == (dense.HUB_ID, 0.5, 2, 1)
-    assert InformalConfig().dense is None  # not the default: p50 over 50 ms on the full corpus
+    assert cfg.dense_index == "hnsw" and cfg.dense_build
+    # The config's own default stays the words alone (a retriever built from a config builds no
+    # model it was not asked for); `prover search` fuses the dense member when it is at hand.
+    assert InformalConfig().dense is None
+
+
+def test_search_fuses_the_dense_member_by_default_when_its_index_is_built(schur_corpus, tmp_path, monkeypatch, capsys):
+    """`prover search` without --dense/--lexical: the words alone, said in one line, while the
+    corpus has no dense index (--dense builds it); then the fusion, silently."""
+    monkeypatch.setattr(dense, "available", lambda: None)
+    monkeypatch.setattr(dense, "Encoder", lambda *a, **k: HashEncoder())
+    monkeypatch.chdir(tmp_path)  # dense_cache is runs/dense under the working folder
+    corpus = Corpus.load(schur_corpus / "corpus.jsonl")
+    auto = InformalConfig(docs=str(schur_corpus)).with_dense()
+    from dataclasses import replace
+    said = []
+    r = InformalRetriever(corpus, replace(auto, dense_build=False), say=said.append)
+    assert r.dense is None and said == [dense.NO_INDEX]
+    assert (r.cfg.dense, r.cfg.alias_weight, r.cfg.title_weight) == (None, 0, 0)  # the words as they ship alone
+    from prover.commands.search import run_search
+    capsys.readouterr()
+    assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()
+    assert out.err.strip() == dense.NO_INDEX and not list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))
+    assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None, dense=True) == 0
+    assert capsys.readouterr().err == "" and len(list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))) == 1
+    said.clear()
+    r = InformalRetriever(corpus, replace(auto, dense_build=False), say=said.append)
+    assert said == [] and r.dense is not None and r.dense[1].kind == "hnsw" and r.cfg.alias_weight == 2
+    assert run_search("Frobenius reciprocity", 1, True, str(schur_corpus), str(schur_corpus), None) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and json.loads(out.out)[0]["full_name"] == "Module.induced_restrict_adj"
+    assert run_search("Frobenius reciprocity", 1, True, str(schur_corpus), str(schur_corpus), None, dense=False) == 0
+    assert capsys.readouterr().err == ""  # --lexical: the words alone, nothing to say
 
 
 def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, capsys):
@@ -190,8 +281,10 @@ def test_the_dense_member_with_the_packaged_weights(schur_corpus, tmp_path, caps
     r = InformalRetriever(corpus, cfg)
     assert r.dense is not None and r.dense_note == ""
     assert capsys.readouterr().out == ""  # the package prints on import: it is found, not imported
-    encoder, emb = r.dense
+    encoder, index = r.dense
     assert encoder.sha256 == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    assert index.kind == "hnsw" and len(index) == len(corpus) and index.path.is_file()
+    emb = dense.embed_corpus(r.dense_texts(), encoder, tmp_path)  # all from the cache now
     assert emb.shape == (len(corpus), 384) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-2)
     # Paraphrase: no word of the query is in the declaration's name or statement.
     row = r.dense_row("doubling a number equals adding it to itself")

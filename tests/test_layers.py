@@ -132,7 +132,10 @@ def test_every_retriever_a_committed_result_names_still_resolves():
     labels = {"none", "bm25 (name)", "bm25 (name + code)", "informal-no-expansion",  # rows, not names
               # benchmarks/informal_dense.py's rows (issue 63): settings of `informal`, not names
               "bm25 (words + doc + aliases)", "informal (last round)", "informal + aliases", "dense",
-              *(f"fusion{a} w={w}" for a in ("", " + aliases") for w in ("0.5", "1", "2"))}
+              *(f"fusion{a} w={w}" for a in ("", " + aliases") for w in ("0.5", "1", "2")),
+              # benchmarks/informal_dense_latency.py's: the chosen setting by its dense index
+              "fusion + aliases w=0.5, exact scan", "lexical alone",
+              *(f"fusion + aliases w=0.5, HNSW ef={e}" for e in (256, 512, 1024, 2048))}
     names: set[str] = set()
 
     def walk(node):

@@ -54,7 +54,11 @@ def hit_record(retriever, hit, matched: list[str]) -> dict:
 
 
 def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, docs: str | None,
-               queries: str | None, dense: bool = False) -> int:
+               queries: str | None, dense: bool | None = None) -> int:
+    """`dense`: True fuses the dense member, building its index when this corpus has none yet;
+    False answers with the words alone; None (the default) fuses it when the `dense` extra is
+    installed and the corpus' index is built, else answers with the words alone and says why
+    in one line."""
     if (query is None) == (queries is None):
         raise UserInputError("give one QUERY, or --queries FILE (one query a line)")
     if k < 1:
@@ -70,9 +74,10 @@ def run_search(query: str | None, k: int, as_json: bool, corpus: str | None, doc
     from retriever.informal.retriever import InformalRetriever, resolve_docs
     from retriever.informal.settings import InformalConfig
     cfg = InformalConfig(docs=resolve_docs(folder, docs))
-    if dense:
-        cfg = cfg.with_dense()
-    # The dense member asked for and not at hand: one line, then the lexical answer.
+    if dense is not False:
+        from dataclasses import replace
+        cfg = replace(cfg.with_dense(), dense_build=bool(dense))
+    # The dense member not at hand (no extra, no index unless --dense): one line, then the words alone.
     retriever = InformalRetriever(Dataset(folder).corpus(), cfg, say=lambda m: print(m, file=sys.stderr))
     for q in lines if lines is not None else [query]:
         t0 = time.perf_counter()

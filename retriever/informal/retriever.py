@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +97,16 @@ class InformalRetriever(ScoringRetriever):
                      for p in corpus.premises]
         self.aliases = [extra.aliases.get(p.full_name, []) for p in corpus.premises]
         self.titles = [extra.title.get(p.full_name, "") for p in corpus.premises]
+        self.dense = None  # (encoder, index of the embeddings), when cfg.dense names a model
+        self.dense_note = ""  # the one line said when the dense member was asked for and cannot run
+        if cfg.dense:
+            self.dense_note = dense_member(self, cfg)
+            if self.dense_note:
+                say(self.dense_note)
+                if not cfg.dense_build:  # asked for only if at hand: the words alone, as they ship alone
+                    default = InformalConfig()
+                    self.cfg = cfg = replace(cfg, dense=None, alias_weight=default.alias_weight,
+                                             title_weight=default.title_weight)
         texts = [declaration_words(p.full_name, p.code, d, cfg.name_weight, cfg.doc_weight)
                  + words(" ".join(a)) * cfg.alias_weight + words(t) * cfg.title_weight
                  for p, d, a, t in zip(corpus.premises, self.docs, self.aliases, self.titles)]
@@ -117,12 +127,6 @@ class InformalRetriever(ScoringRetriever):
         log.info("informal index: %d premises, %d with a docstring, %d with a module docs alias, "
                  "%d with a title; clouds from %d pairs", len(texts), sum(bool(d) for d in self.docs),
                  sum(bool(a) for a in self.aliases), sum(bool(t) for t in self.titles), self.clouds.pairs)
-        self.dense = None  # (encoder, embeddings), when cfg.dense names a model
-        self.dense_note = ""  # the one line said when the dense member was asked for and cannot run
-        if cfg.dense:
-            self.dense_note = dense_member(self, cfg)
-            if self.dense_note:
-                say(self.dense_note)
 
     def dense_texts(self) -> list[str]:
         """Each premise's text as the dense member reads it (`dense.declaration_text`): name,
@@ -145,10 +149,14 @@ class InformalRetriever(ScoringRetriever):
         return np.where(row > 0, row, -np.inf).astype(np.float32)
 
     def dense_row(self, query: str) -> np.ndarray:
-        """The dense member's scores: the cosine similarity of the query's and each premise's
-        embeddings."""
-        encoder, emb = self.dense
-        return emb @ encoder.encode([query])[0]
+        """The dense member's scores: the cosine similarity of the query's and a premise's
+        embeddings for the query's `fusion_depth` nearest premises (what the fusion reads), -inf
+        for the others."""
+        encoder, index = self.dense
+        ids, scores = index.search(encoder.encode([query])[0], self.cfg.fusion_depth)
+        row = np.full(len(self.corpus), -np.inf, dtype=np.float32)
+        row[ids] = scores
+        return row
 
     def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """The query's known terms: vocabulary ids, weights, the terms and their sources."""
@@ -203,8 +211,8 @@ def rrf(rows: Sequence[np.ndarray], weights: Sequence[float], k: int = 60, depth
 
 
 def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
-    """Load the dense member into `r` (its encoder and every premise's embedding, from the
-    cache where it has them); the one line to say when it cannot, "" when it did."""
+    """Load the dense member into `r` (its encoder and the index of every premise's embedding,
+    from the cache where it has them); the one line to say when it cannot, "" when it did."""
     from retriever.informal import dense
     why = dense.available()
     if why is None:
@@ -214,8 +222,13 @@ def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
             why = (f"informal search: lexical only (the dense model {cfg.dense} cannot be loaded: "
                    f"{str(e).splitlines()[0][:120]})")
         else:
-            emb = dense.embed_corpus(r.dense_texts(), encoder, cfg.dense_cache, say=log.warning)
-            r.dense = (encoder, emb)
+            texts = r.dense_texts()
+            if not cfg.dense_build and not dense.index_ready(texts, encoder, cfg.dense_cache, cfg.dense_index,
+                                                             cfg.dense_hnsw_m, cfg.dense_ef_construction):
+                return dense.NO_INDEX
+            r.dense = (encoder, dense.dense_index(texts, encoder, cfg.dense_cache, cfg.dense_index,
+                                                  cfg.dense_hnsw_m, cfg.dense_ef_construction,
+                                                  cfg.dense_ef_search, say=log.warning))
             return ""
     return why
 

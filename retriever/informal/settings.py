@@ -48,8 +48,10 @@ class InformalConfig:
     # serves the lexical member alone and says so in one line.
     # Issue 63 chose on batch 3's select half: dense weight 0.5 with the aliases (bullet 2, title
     # 1), +9.3 [+4.4, +14.9] R@10 over the words alone (informal-dense-mathlib-src-select.md);
-    # `with_dense()` is that setting. It is not the default: its p50 on the full corpus was
-    # over 50 ms on a shared CPU (the exact inner product over 181k float32 rows).
+    # `with_dense()` is that setting. A config builds no model it does not name, so null stays
+    # this field's default; `prover search` uses `with_dense()` when the `dense` extra is installed
+    # and the corpus' index is built (p50 24.7 ms a query on the full corpus with the HNSW graph,
+    # informal-dense-latency-mathlib-src-select.md; the exact scan's was over 50 ms).
     dense: str | None = None
     dense_weight: float = 0.5
     rrf_k: int = 60
@@ -57,6 +59,19 @@ class InformalConfig:
     dense_tokens: int = 64  # the embedder reads this many tokens of a declaration's text
     dense_threads: int = 1  # torch threads for encoding (queries and the index)
     dense_cache: str = "runs/dense"  # embeddings by text, model and token limit
+    # How a query's nearest premises are found: hnsw, a FAISS HNSW graph (dense_hnsw_m links a
+    # node, dense_ef_construction candidates while building, dense_ef_search while searching)
+    # built once and cached beside the embeddings; exact, the inner product with every premise.
+    dense_index: str = "hnsw"
+    dense_hnsw_m: int = 32
+    dense_ef_construction: int = 80
+    # 1024: the smallest efSearch of 256, 512, 1024, 2048 whose fused top 10s differ from the exact
+    # scan's no more than the next one's on batch 3's select half (informal-dense-latency-mathlib-src-select.md).
+    dense_ef_search: int = 1024
+    # A corpus whose dense index is not built yet: build it (true: every premise encoded once,
+    # tens of CPU-minutes for mathlib-src) or serve the words alone, as shipped without the
+    # dense member, and say so in one line (false: `prover search` unless --dense).
+    dense_build: bool = True
 
     def with_dense(self) -> "InformalConfig":
         """The setting issue 63 chose on select: the dense member fused at weight 0.5, with the
