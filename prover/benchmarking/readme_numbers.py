@@ -324,9 +324,30 @@ def _replay_compare(stem: str, result: dict) -> tuple[set[str], list[str]]:
     return all_numbers("\n".join(out)), bad
 
 
+TRAINING_KEYS = ("model_training", "generator_training", "trained", "training")
+
+
+def _training_numbers(result: dict) -> set[str]:
+    """The numbers of the training records a file holds (a model's steps, its CPU time): facts
+    of the models it scored, not averages over its queries, so a page may quote them beside
+    the recomputed ones."""
+    held = [result.get(k) for k in TRAINING_KEYS]
+    held += [r.get(k) for r in result.get("rows") or [] if isinstance(r, dict) for k in TRAINING_KEYS]
+    held += [c.get("models") for c in result.get("corrections") or [] if isinstance(c, dict)]
+    return all_numbers(json.dumps([h for h in held if h]))
+
+
 def recompute(stem: str, results: Path = RESULTS_DIR) -> tuple[str, set[str], list[str]]:
     """(how, numbers, disagreements) for one results file; `how` starts with "recomputed" when
-    its numbers were recomputed from per-query data."""
+    its numbers were recomputed from per-query data (with the numbers of the training records
+    it holds)."""
+    how, numbers, bad = _recompute(stem, results)
+    if how.startswith("recomputed"):
+        numbers = numbers | _training_numbers(json.loads((results / f"{stem}.json").read_text()))
+    return how, numbers, bad
+
+
+def _recompute(stem: str, results: Path) -> tuple[str, set[str], list[str]]:
     result = json.loads((results / f"{stem}.json").read_text())
     named = result.get("per_query")
     if isinstance(named, str) and (results / named).is_file():
