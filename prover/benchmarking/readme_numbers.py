@@ -343,7 +343,10 @@ def recompute(stem: str, results: Path = RESULTS_DIR) -> tuple[str, set[str], li
     it holds)."""
     how, numbers, bad = _recompute(stem, results)
     if how.startswith("recomputed"):
-        numbers = numbers | _training_numbers(json.loads((results / f"{stem}.json").read_text()))
+        # and the bootstrap's own settings: its level (95%), resamples and seed
+        from retriever.evaluation.bootstrap import N_RESAMPLES, SEED
+        numbers = numbers | _training_numbers(json.loads((results / f"{stem}.json").read_text())) | all_numbers(
+            f"95 {N_RESAMPLES} {SEED}")
     return how, numbers, bad
 
 
