@@ -23,7 +23,14 @@ text (name + code, the `bm25` retriever), BM25 over the name alone, and the info
 neither. Latency: p50 of one query at a time on this CPU. Writes benchmarks/results/
 informal-queries-batch2-mathlib-src-report (batch 2's report half: its first look),
 informal-queries-all-mathlib-src-report (both batches' report halves: batch 1's second look) and
-informal-docstrings-mathlib-src-report-look2 (the docstring report half's second look).
+informal-docstrings-mathlib-src-report-look2 (the docstring report half's second look), each
+with its per-query data (per_query/STEM.jsonl.gz: each report query's metrics and top 10 per
+row, and its intent group, the bootstrap's cluster), and each look counted in
+benchmarks/results/looks.jsonl. `--benches queries` scores the query set alone (a rerun of one
+benchmark is not a further look at the other's report half). The query benchmarks also score
+the chosen setting without the query conventions added after batch 1's report was seen
+(`informal (no query conventions)`, `retriever.informal.query_conventions=false`), the audit's
+question of issue 62: how much of the gain over BM25 they carry.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from prover.benchmarking.looks import REGISTRY as LOOKS, take_look
+from prover.benchmarking.per_query import write_per_query
 from prover.benchmarking.harness import (REPO, RESULTS_DIR, add_allow_dirty, choose_within_noise,
                                          corrections_markdown,
                                          command_line, machine, mean_interval, paired_intervals,
@@ -56,6 +64,7 @@ DEPTH = 10
 GRID = [(0.0, 0.0, 0.0, 1.0), (0.0, 1.0, 0.0, 1.0), (0.25, 1.0, 0.0, 1.0), (0.0, 1.0, 0.25, 1.0),
         (0.0, 1.0, 0.25, 0.5), (0.0, 1.0, 0.5, 0.5), (0.25, 1.0, 0.25, 0.5)]
 KEYS = ("cloud_weight", "lexicon_weight", "name_match", "named_weight")
+NO_CONVENTIONS = "informal (no query conventions)"
 METRICS = ("R@1", "R@5", "R@10", "P@1", "P@5", "P@10", "nDCG@10", "MRR")
 
 
@@ -63,8 +72,9 @@ def half(key: str) -> str:
     return "select" if int(hashlib.md5(key.encode()).hexdigest(), 16) % 2 == 0 else "report"
 
 
-def evaluate(retriever, queries: list[str], golds: list[set[str]]) -> dict[str, np.ndarray]:
-    """Per-query metrics (arrays over queries) and each query's time in ms, one at a time."""
+def evaluate(retriever, queries: list[str], golds: list[set[str]], tops: list | None = None) -> dict[str, np.ndarray]:
+    """Per-query metrics (arrays over queries) and each query's time in ms, one at a time;
+    each query's top DEPTH names appended to `tops` when given (the per-query data)."""
     per = {m: [] for m in METRICS}
     ms = []
     for q, gold in zip(queries, golds):
@@ -72,10 +82,23 @@ def evaluate(retriever, queries: list[str], golds: list[set[str]]) -> dict[str, 
         hits = retriever.retrieve([q], DEPTH, [None])[0]
         ms.append(1000 * (time.perf_counter() - t))
         names = [h.premise.full_name for h in hits]
+        if tops is not None:
+            tops.append(names)
         m = query_metrics(names, [None] * len(names), Judgement(frozenset(gold), frozenset()), KS)
         for k in METRICS:
             per[k].append(m[k])
     return {**{k: np.asarray(v) for k, v in per.items()}, "ms": np.asarray(ms)}
+
+
+def per_query_records(queries: list[str], golds: list[set[str]], clusters: list | None, per: dict,
+                      tops: dict[str, list]) -> list[dict]:
+    """One record per report query: the query, its gold, its bootstrap cluster (intent group,
+    or the theorem itself), and per row its metrics and top 10, so every row, interval and
+    difference recomputes (`python -m prover.benchmarking.readme_numbers`)."""
+    return [{"query": q, "gold": sorted(g), "cluster": clusters[i] if clusters is not None else sorted(g)[0],
+             "rows": {name: {**{m: float(per[name][m][i]) for m in METRICS}, "top10": tops[name][i]}
+                      for name in per}}
+            for i, (q, g) in enumerate(zip(queries, golds))]
 
 
 def row(name: str, per: dict, clusters: list | None) -> dict:
@@ -148,7 +171,13 @@ def render(result: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = add_allow_dirty(parser(__doc__))
     p.add_argument("--data", default="../shared/data", help="the data folder (mathlib-src inside)")
+    p.add_argument("--benches", default="docstrings,queries",
+                   help="which benchmarks to score: docstrings, queries, or both (each scoring of a "
+                        "report half is a look, so rerun only the one you need)")
     args = p.parse_args(argv)
+    wanted = {b.strip() for b in args.benches.split(",") if b.strip()}
+    if not wanted or wanted - {"docstrings", "queries"}:
+        raise SystemExit(f"error: --benches takes docstrings, queries or both, not {args.benches!r}")
     t0 = time.perf_counter()
     commit, corpus, names, docs_dir = start(args)
     cfg = InformalConfig(docs=str(docs_dir))
@@ -157,7 +186,9 @@ def main(argv: list[str] | None = None) -> None:
             if p.get("doc") and p["kind"] in ("theorem", "lemma") and p["full_name"] in names]
     docs = list(dict(docs).items())
     split = {h: [(n, d) for n, d in docs if half(n) == h] for h in ("select", "report")}
-    qs = json.loads(QUERIES.read_text())["queries"]
+    # Batches 1 and 2 only: batch 3 is issue 63's held-out set, scored by benchmarks/informal_dense.py
+    # alone (a rerun at acc31f3 that read every batch scored its report half too; issue 62).
+    qs = [q for q in json.loads(QUERIES.read_text())["queries"] if q["batch"] in (1, 2)]
     qsplit = {h: [q for q in qs if q["half"] == h] for h in ("select", "report")}
     common = {"commit": commit, "command": command_line("benchmarks/informal_search.py", argv), "machine": machine()}
 
@@ -165,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     sel = split["select"]
     chosen_doc, table_doc, why_doc = select_setting(
         lambda: InformalRetriever(corpus, cfg, hidden={n for n, _ in sel}),
-        [d for _, d in sel], [{n} for n, _ in sel], None)
+        [d for _, d in sel], [{n} for n, _ in sel], None) if "docstrings" in wanted else (None, None, None)
     qsel = qsplit["select"]
     informal_all = InformalRetriever(corpus, cfg)
     chosen_q, table_q, why_q = select_setting(lambda: informal_all, [q["query"] for q in qsel],
@@ -175,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     bm25_code = BM25Retriever(corpus, BM25Config(tokenizer="lean", fields=["name", "code"]))
     bm25_name = BM25Retriever(corpus, BM25Config(tokenizer="lean", fields=["name"]))
     rep = split["report"]
-    informal_rep = InformalRetriever(corpus, cfg, hidden={n for n, _ in rep})
+    informal_rep = InformalRetriever(corpus, cfg, hidden={n for n, _ in rep}) if "docstrings" in wanted else None
     qrep = qsplit["report"]
     batch2 = [q for q in qrep if q["batch"] == 2]
     benches = (
@@ -199,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
          f"{sum(q['batch'] == 1 for q in qrep)}, batch 2: {len(batch2)}). Intervals resample groups."))
     outputs = []
     for (bench, stem, queries, golds, clusters, batches, informal, chosen, table, why, look_splits,
-         about) in benches:
+         about) in [b for b in benches if b[0] in wanted]:
         # Looks counted from the registry of scorings (prover/benchmarking/looks.py), per batch of
         # the query set (each batch's queries are their own), never written in (issue 62).
         taken = {key: take_look(stem, f"informal search: {bench}", key, common["commit"], describe(chosen),
@@ -210,18 +241,29 @@ def main(argv: list[str] | None = None) -> None:
                                                                        for e in t["earlier_looks"]) + ")"
                                             if t["earlier_looks"] else "")
             for key, t in taken.items())
-        per = {}
+        per, tops = {}, {}
         setting(informal, chosen)
-        per["informal"] = evaluate(informal, queries, golds)
+        per["informal"] = evaluate(informal, queries, golds, tops.setdefault("informal", []))
+        if bench == "queries":
+            # The audit's question (issue 62, item 3): the chosen setting with the query
+            # conventions added after batch 1's report was seen switched off.
+            informal.cfg = replace(informal.cfg, query_conventions=False)
+            per[NO_CONVENTIONS] = evaluate(informal, queries, golds, tops.setdefault(NO_CONVENTIONS, []))
+            informal.cfg = replace(informal.cfg, query_conventions=True)
         setting(informal, GRID[0])
-        per["informal-no-expansion"] = evaluate(informal, queries, golds)
-        per["bm25 (name + code)"] = evaluate(bm25_code, queries, golds)
-        per["bm25 (name)"] = evaluate(bm25_name, queries, golds)
+        per["informal-no-expansion"] = evaluate(informal, queries, golds, tops.setdefault("informal-no-expansion", []))
+        per["bm25 (name + code)"] = evaluate(bm25_code, queries, golds, tops.setdefault("bm25 (name + code)", []))
+        per["bm25 (name)"] = evaluate(bm25_name, queries, golds, tops.setdefault("bm25 (name)", []))
         comparisons = [compare("informal", b, per["informal"], per[b], m, f"{bench}/report", clusters)
                        for b in ("bm25 (name + code)", "bm25 (name)", "informal-no-expansion")
                        for m in ("R@10", "nDCG@10")]
         comparisons.append(compare("informal", "bm25 (name + code)", per["informal"], per["bm25 (name + code)"],
                                    "R@1", f"{bench}/report", clusters))
+        if NO_CONVENTIONS in per:
+            comparisons += [compare(NO_CONVENTIONS, "bm25 (name + code)", per[NO_CONVENTIONS],
+                                    per["bm25 (name + code)"], "R@10", f"{bench}/report", clusters),
+                            compare("informal", NO_CONVENTIONS, per["informal"], per[NO_CONVENTIONS], "R@10",
+                                    f"{bench}/report", clusters)]
         if batches is not None:  # batch 1 alone: the second look at the first report half
             keep = np.asarray([b == 1 for b in batches])
             sub = {n: {k: v[keep] for k, v in p.items()} for n, p in per.items()}
@@ -236,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
                   "setting": describe(chosen), "why": why, "look": look, "look_note": look_note,
                   "select": table, "rows": [row(n, v, clusters) for n, v in per.items()],
                   "comparisons": comparisons, "seconds": round(time.perf_counter() - t0, 1)}
+        result["per_query"] = write_per_query(RESULTS_DIR / stem, per_query_records(queries, golds, clusters, per, tops))
         outputs.append((stem, result))
     for stem, result in outputs:
         write_and_print(RESULTS_DIR / stem, result, render)

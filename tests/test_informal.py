@@ -142,6 +142,17 @@ def test_queries_read_written_mathematics_as_mathlib_names_it():
     assert [query_word(w) for w in raw_words("(ab)^{-1} ≤ pi")] == ["mul", "inv", "le", "pi"]
 
 
+def test_the_query_conventions_can_be_switched_off():
+    """The audit's question (issue 62): the query read without the conventions added after
+    batch 1's report was seen, as before them."""
+    c = Clouds.learn([], size=3, min_pairs=3)
+    on = c.expand("(fg)' of e^x, Cauchy-Schwarz", 0.0, 1.0, 0.5)
+    off = c.expand("(fg)' of e^x, Cauchy-Schwarz", 0.0, 1.0, 0.5, conventions=False)
+    assert {"deriv", "exp", "mul"} <= set(on) and not {"deriv", "exp", "mul"} & set(off)
+    assert "fg" in off and "sub" in off and "sub" not in on  # the hyphen a minus again
+    assert raw_words("Cauchy-Schwarz", hyphen=False) == ["cauchy", "sub", "schwarz"]
+
+
 def test_a_word_the_lexicon_names_counts_less_as_itself():
     c = Clouds.learn([], size=3, min_pairs=3)
     terms = c.expand("addition is commutative", cloud_weight=0.0, lexicon_weight=1.0, named_weight=0.5)

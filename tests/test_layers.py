@@ -130,6 +130,7 @@ def test_every_retriever_a_committed_result_names_still_resolves():
     import sys
 
     labels = {"none", "bm25 (name)", "bm25 (name + code)", "informal-no-expansion",  # rows, not names
+              "informal (no query conventions)",  # informal_search's row: `informal`, query_conventions=false
               # benchmarks/informal_dense.py's rows (issue 63): settings of `informal`, not names
               "bm25 (words + doc + aliases)", "informal (last round)", "informal + aliases", "dense",
               *(f"fusion{a} w={w}" for a in ("", " + aliases") for w in ("0.5", "1", "2")),

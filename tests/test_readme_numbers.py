@@ -5,23 +5,52 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from prover.benchmarking.readme_numbers import README, check, recompute, results_section
+from prover.benchmarking.readme_numbers import README, check, main, recompute, results_section
 from prover.benchmarking.harness import RESULTS_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATOR = "generator-mathlib-src-leandojo-real-report-cpu-select"
 
 
-def test_the_documented_command_passes_on_the_committed_readme():
-    done = subprocess.run([sys.executable, "-m", "prover.benchmarking.readme_numbers"], cwd=REPO,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert f"{GENERATOR}: recomputed from outcomes/" in done.stdout
+def test_the_documented_command_recomputes_every_cited_file(capsys):
+    """Every results file README's Results section names is recomputed from its per-query data
+    (`--require-all` fails on one read only as it writes its numbers)."""
+    assert main(["--require-all"]) == 0, capsys.readouterr().out[-3000:]
+    out = capsys.readouterr().out
+    assert f"{GENERATOR}: recomputed from outcomes/" in out
+    assert "read as the file writes them" not in out and "; not:" not in out
+    cited_files = [line.split(":", 1)[0] for line in out.splitlines() if ": recomputed" in line]
+    assert len(cited_files) >= 10 and "informal-queries-batch2-mathlib-src-report" in cited_files
     assert "python -m prover.benchmarking.readme_numbers" in results_section(README.read_text())
+
+
+def test_a_file_read_only_as_written_fails_require_all(tmp_path, capsys, monkeypatch):
+    import prover.benchmarking.readme_numbers as rn
+    monkeypatch.setattr(rn, "recompute", lambda stem, results=RESULTS_DIR: ("read as the file writes them", set(), []))
+    monkeypatch.setattr(rn, "_COMMITTED", {})
+    text = "\n## Results\n\nA row (`benchmarks/results/real-halves-mathlib-src.md`).\n"
+    monkeypatch.setattr(rn, "README", tmp_path / "README.md")
+    (tmp_path / "README.md").write_text(text)
+    assert rn.main([]) == 0 and rn.main(["--require-all"]) == 1
+    assert "real-halves-mathlib-src: not recomputed" in capsys.readouterr().out
+
+
+def test_search_replay_and_informal_records_recompute_and_catch_an_edit(tmp_path):
+    """Two more forms: each theorem's outcome held in the file (search-replay), and each query's
+    metrics held in the file (informal_dense, intervals over intent groups)."""
+    for stem, edit, says in (
+            ("search-replay-mathlib-src-leandojo-real-report",
+             lambda r: r["rows"][2]["rate_ci"].__setitem__(0, 0.01), "none recomputes"),
+            ("informal-dense-mathlib-src-report",
+             lambda r: r["comparisons"][0]["ci"].__setitem__(0, 0.0), "(R@10) recomputes")):
+        how, numbers, bad = recompute(stem)
+        assert how.startswith("recomputed") and not bad and numbers
+        result = json.loads((RESULTS_DIR / f"{stem}.json").read_text())
+        edit(result)
+        (tmp_path / f"{stem}.json").write_text(json.dumps(result))
+        assert any(says in b for b in recompute(stem, tmp_path)[2]), stem
 
 
 def test_the_generator_row_is_recomputed_from_its_outcomes():

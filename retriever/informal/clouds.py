@@ -53,13 +53,16 @@ class Clouds:
         return cls(learned, curated_phrases(), n)
 
     def expand(self, query: str, cloud_weight: float = 0.5, lexicon_weight: float = 1.0,
-               named_weight: float = 1.0) -> dict[str, tuple[float, str]]:
+               named_weight: float = 1.0, conventions: bool = True) -> dict[str, tuple[float, str]]:
         """The weighted terms of `query`: its own words (weight 1, or `named_weight` for a word
         the lexicon names: "addition" is then mostly `add`, so a docstring that says
         "addition" does not outweigh the name `add_comm`), the formal words its phrases name in
         the lexicon, and each word's learned cloud; each term with the query word or phrase it
-        came from (what a hit shows as why it matched)."""
-        raw = [query_word(w) for w in raw_words(query_text(query))]
+        came from (what a hit shows as why it matched). `conventions=False` reads the query
+        without written mathematics' conventions (d/dx, primes, e^x, juxtaposed letters,
+        hyphenated names): what the audit of issue 62 scored to see how much they add."""
+        raw = ([query_word(w) for w in raw_words(query_text(query))] if conventions
+               else raw_words(query, hyphen=False))
         stems = [stem(w) for w in raw]
         stop = stopwords()
         terms: dict[str, tuple[float, str]] = {}

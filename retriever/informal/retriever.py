@@ -161,7 +161,7 @@ class InformalRetriever(ScoringRetriever):
     def terms(self, query: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """The query's known terms: vocabulary ids, weights, the terms and their sources."""
         expanded = self.clouds.expand(query, self.cfg.cloud_weight, self.cfg.lexicon_weight,
-                                      self.cfg.named_weight)
+                                      self.cfg.named_weight, self.cfg.query_conventions)
         vocab = self.bm25.vocab_dict
         known = [(t, w, src) for t, (w, src) in expanded.items() if t in vocab]
         ids = np.asarray([vocab[t] for t, _, _ in known], dtype=np.int64)

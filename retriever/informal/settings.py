@@ -22,6 +22,11 @@ class InformalConfig:
     lexicon_weight: float = 1.0
     # A query word the lexicon names counts this much as itself ("addition" is mostly `add`).
     named_weight: float = 0.5
+    # Read a query with written mathematics' conventions (d/dx and primes as deriv, e^x as exp,
+    # juxtaposed letters as mul, hyphenated names split). Added after batch 1's report was
+    # seen (issue 62's audit); false scores the query side without them
+    # (benchmarks/informal_search.py's "informal (no query conventions)" row).
+    query_conventions: bool = True
     cloud_size: int = 5  # learned cloud members per English word
     cloud_min_pairs: int = 3  # a pair seen in fewer docstring-declaration pairs is noise
     # Name match: a premise whose own name's parts the query's terms cover (each part weighted

@@ -113,8 +113,8 @@ def _short_words() -> frozenset[str]:
     return frozenset(tables()["short_words"])
 
 
-def _prepare(text: str) -> str:
-    text = _HYPHEN.sub(" ", text)
+def _prepare(text: str, hyphen: bool = True) -> str:
+    text = _HYPHEN.sub(" ", text) if hyphen else text
     text = _MATHBB.sub(lambda m: " " + {"N": "ℕ", "Z": "ℤ", "Q": "ℚ", "R": "ℝ", "C": "ℂ"}[m.group(1)] + " ", text)
     text = text.replace("\\|", " ‖ ").replace("\\{", " ").replace("\\}", " ")
     text = _INVERSE.sub(" inv ", text)
@@ -142,9 +142,11 @@ def _token_stems(tok: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in _token_words(tok) if w not in stop)
 
 
-def raw_words(text: str) -> list[str]:
-    """The words of `text` (English, LaTeX, Lean or a mix), lower case, unstemmed, in order."""
-    return [w for tok in _TOKEN.findall(_prepare(text)) for w in _token_words(tok)]
+def raw_words(text: str, hyphen: bool = True) -> list[str]:
+    """The words of `text` (English, LaTeX, Lean or a mix), lower case, unstemmed, in order
+    (`hyphen=False`: a hyphen between two words is read as notation, as before the query
+    conventions of f4d072f)."""
+    return [w for tok in _TOKEN.findall(_prepare(text, hyphen)) for w in _token_words(tok)]
 
 
 def words(text: str) -> list[str]:
