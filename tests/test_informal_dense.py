@@ -244,7 +244,9 @@ def test_search_fuses_the_dense_member_by_default_when_its_index_is_built(schur_
     corpus has no dense index (--dense builds it); then the fusion, silently."""
     monkeypatch.setattr(dense, "available", lambda: None)
     monkeypatch.setattr(dense, "Encoder", lambda *a, **k: HashEncoder())
-    monkeypatch.chdir(tmp_path)  # dense_cache is runs/dense under the working folder
+    # dense_cache "" is the per-user cache folder: found again from another working folder.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    monkeypatch.chdir(tmp_path)
     corpus = Corpus.load(schur_corpus / "corpus.jsonl")
     auto = InformalConfig(docs=str(schur_corpus)).with_dense()
     from dataclasses import replace
@@ -256,9 +258,11 @@ def test_search_fuses_the_dense_member_by_default_when_its_index_is_built(schur_
     capsys.readouterr()
     assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None) == 0
     out = capsys.readouterr()
-    assert out.err.strip() == dense.NO_INDEX and not list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))
+    graphs = "user-cache/lean-premise-prover/dense/*/hnsw-*.faiss"
+    assert out.err.strip() == dense.NO_INDEX and not list(tmp_path.glob(graphs))
     assert run_search("Frobenius reciprocity", 3, True, str(schur_corpus), str(schur_corpus), None, dense=True) == 0
-    assert capsys.readouterr().err == "" and len(list(tmp_path.glob("runs/dense/*/hnsw-*.faiss"))) == 1
+    assert capsys.readouterr().err == "" and len(list(tmp_path.glob(graphs))) == 1
+    monkeypatch.chdir(schur_corpus)  # another working folder: the same index, no line
     said.clear()
     r = InformalRetriever(corpus, replace(auto, dense_build=False), say=said.append)
     assert said == [] and r.dense is not None and r.dense[1].kind == "hnsw" and r.cfg.alias_weight == 2

@@ -124,16 +124,26 @@ def weights_sha256(folder: str | Path) -> str:
     return "unknown"
 
 
+def cache_root(spec: str | Path = "") -> Path:
+    """The dense member's cache folder: `spec`, else the per-user cache folder (platformdirs)."""
+    if spec:
+        return Path(spec).expanduser()
+    from platformdirs import user_cache_path
+
+    from prover.data.location import APP
+    return user_cache_path(APP, appauthor=False) / "dense"
+
+
 class Encoder:
     """A sentence-transformers model on the CPU (or `device`), `threads` torch threads."""
 
     def __init__(self, spec: str = HUB_ID, max_tokens: int = 64, threads: int = 1,
-                 cache: str | Path = "runs/dense", device: str = "cpu") -> None:
+                 cache: str | Path = "", device: str = "cpu") -> None:
         import torch
         if threads:
             torch.set_num_threads(threads)
         from sentence_transformers import SentenceTransformer
-        path = resolve_model(spec, cache)
+        path = resolve_model(spec, cache_root(cache))
         self.model = SentenceTransformer(path, device=device)
         self.model.max_seq_length = max_tokens
         self.max_tokens = max_tokens
@@ -311,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("corpus", help="a dataset folder with corpus.jsonl(.gz)")
     p.add_argument("--model", default=HUB_ID)
-    p.add_argument("--cache", default="runs/dense")
+    p.add_argument("--cache", default="", help="the cache folder (default: the per-user cache folder)")
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--chunk", type=int, default=2048)

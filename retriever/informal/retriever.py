@@ -216,17 +216,18 @@ def dense_member(r: InformalRetriever, cfg: InformalConfig) -> str:
     from retriever.informal import dense
     why = dense.available()
     if why is None:
+        root = dense.cache_root(cfg.dense_cache)
         try:
-            encoder = dense.Encoder(cfg.dense, cfg.dense_tokens, cfg.dense_threads, cfg.dense_cache)
+            encoder = dense.Encoder(cfg.dense, cfg.dense_tokens, cfg.dense_threads, root)
         except OSError as e:  # no such folder, and the hub cannot be reached
             why = (f"informal search: lexical only (the dense model {cfg.dense} cannot be loaded: "
                    f"{str(e).splitlines()[0][:120]})")
         else:
             texts = r.dense_texts()
-            if not cfg.dense_build and not dense.index_ready(texts, encoder, cfg.dense_cache, cfg.dense_index,
+            if not cfg.dense_build and not dense.index_ready(texts, encoder, root, cfg.dense_index,
                                                              cfg.dense_hnsw_m, cfg.dense_ef_construction):
                 return dense.NO_INDEX
-            r.dense = (encoder, dense.dense_index(texts, encoder, cfg.dense_cache, cfg.dense_index,
+            r.dense = (encoder, dense.dense_index(texts, encoder, root, cfg.dense_index,
                                                   cfg.dense_hnsw_m, cfg.dense_ef_construction,
                                                   cfg.dense_ef_search, say=log.warning))
             return ""

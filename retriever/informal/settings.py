@@ -63,7 +63,9 @@ class InformalConfig:
     fusion_depth: int = 100
     dense_tokens: int = 64  # the embedder reads this many tokens of a declaration's text
     dense_threads: int = 1  # torch threads for encoding (queries and the index)
-    dense_cache: str = "runs/dense"  # embeddings by text, model and token limit
+    # Embeddings by text, model and token limit, and the HNSW graph; "" is the per-user cache
+    # folder, so an index `prover search --dense` built once is found from any working folder.
+    dense_cache: str = ""
     # How a query's nearest premises are found: hnsw, a FAISS HNSW graph (dense_hnsw_m links a
     # node, dense_ef_construction candidates while building, dense_ef_search while searching)
     # built once and cached beside the embeddings; exact, the inner product with every premise.
